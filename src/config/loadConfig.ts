@@ -1,0 +1,185 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import { z } from 'zod';
+import { ConfigError } from '../errors.ts';
+
+/**
+ * Configuration is parsed once, here. Every variable of the public contract, its default, and a check; all problems are
+ * reported together, each naming its variable. Nothing else in the code reads `process.env`.
+ */
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const port = (fallback: number) =>
+  z.coerce
+    .number({ error: 'must be a port number' })
+    .int('must be a whole number')
+    .min(0, 'must be between 0 and 65535')
+    .max(65535, 'must be between 0 and 65535')
+    .default(fallback);
+
+const positiveInt = (fallback: number) =>
+  z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+
+const optionalText = z
+  .string()
+  .trim()
+  .transform((v) => (v === '' ? undefined : v))
+  .optional();
+
+const EnvSchema = z.object({
+  /** The service's base URL; requests go to `${TICKETS_API_URL}/api/v1/...`. Required for run, sync and reply. */
+  TICKETS_API_URL: optionalText.pipe(
+    z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://helpdesk.example.com' })
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional(),
+  ),
+  /** Bearer token. */
+  TICKETS_API_TOKEN: optionalText,
+  /** A file holding the token (container secrets). */
+  TICKETS_API_TOKEN_FILE: optionalText,
+  /** `postgres://...` of a real PostgreSQL; unset → embedded PGlite. */
+  DATABASE_URL: optionalText.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+      .optional(),
+  ),
+  /** @default ./data/pglite */
+  PGLITE_DIR: optionalText.transform((v) => v ?? './data/pglite'),
+  /** @default 5433; 0 = off */
+  PGLITE_PORT: port(5433),
+  /** @default public */
+  DB_SCHEMA: optionalText.pipe(
+    z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier (letters, digits, _)')
+      .default('public'),
+  ),
+  /** Requests per rolling 24 h. @default 1440 */
+  API_DAILY_LIMIT: positiveInt(1440),
+  /** Requests per minute. @default 60 */
+  API_MINUTE_LIMIT: positiveInt(60),
+  /** Fraction of both limits left unused for other clients of the token. @default 0.1 */
+  API_RESERVE: z.coerce
+    .number({ error: 'must be a number' })
+    .min(0, 'must be between 0 and 0.9')
+    .max(0.9, 'must be between 0 and 0.9')
+    .default(0.1),
+  /** @default 9464; 0 = off */
+  HTTP_PORT: port(9464),
+  /** @default 127.0.0.1 */
+  HTTP_HOST: optionalText.transform((v) => v ?? '127.0.0.1'),
+  /** @default info */
+  LOG_LEVEL: optionalText.pipe(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info')),
+});
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  readonly apiUrl: string | undefined;
+  /** Never logged; see `redactedConfig`. */
+  readonly apiToken: string | undefined;
+  readonly databaseUrl: string | undefined;
+  readonly pgliteDir: string;
+  readonly pglitePort: number;
+  readonly dbSchema: string;
+  readonly dailyLimit: number;
+  readonly minuteLimit: number;
+  readonly reserve: number;
+  readonly httpPort: number;
+  readonly httpHost: string;
+  readonly logLevel: LogLevel;
+}
+
+export interface LoadConfigOptions {
+  /** Where `.env` is looked for. @default process.cwd() */
+  cwd?: string;
+  /** Read `.env` at all. @default true */
+  dotenv?: boolean;
+}
+
+/** Reads `.env` (the environment wins over it), validates everything, and returns a frozen Config or throws ConfigError. */
+export function loadConfig(env: Record<string, string | undefined>, options: LoadConfigOptions = {}): Config {
+  const cwd = options.cwd ?? process.cwd();
+  const merged = { ...(options.dotenv === false ? {} : readDotenv(cwd)), ...env };
+  const parsed = EnvSchema.safeParse(merged);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0] ?? 'environment');
+      problems.push(`${name}=${JSON.stringify(merged[name] ?? '')} ${issue.message}`);
+    }
+  }
+  const token = resolveToken(merged, cwd, problems);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  const e = parsed.data;
+  return Object.freeze({
+    apiUrl: e.TICKETS_API_URL,
+    apiToken: token,
+    databaseUrl: e.DATABASE_URL,
+    pgliteDir: resolve(cwd, e.PGLITE_DIR),
+    pglitePort: e.PGLITE_PORT,
+    dbSchema: e.DB_SCHEMA,
+    dailyLimit: e.API_DAILY_LIMIT,
+    minuteLimit: e.API_MINUTE_LIMIT,
+    reserve: e.API_RESERVE,
+    httpPort: e.HTTP_PORT,
+    httpHost: e.HTTP_HOST,
+    logLevel: e.LOG_LEVEL,
+  });
+}
+
+export interface ApiConfig {
+  readonly apiUrl: string;
+  readonly apiToken: string;
+}
+
+/** The API settings that `run`, `sync` and `reply` cannot do without, or a ConfigError with a one-line hint. */
+export function requireApi(config: Config): ApiConfig {
+  const problems: string[] = [];
+  if (!config.apiUrl) {
+    problems.push('TICKETS_API_URL is not set: point it at your helpdesk, or try `npm run demo` for a first look');
+  }
+  if (!config.apiToken) problems.push('TICKETS_API_TOKEN (or TICKETS_API_TOKEN_FILE) is not set');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { apiUrl: config.apiUrl!, apiToken: config.apiToken! };
+}
+
+/** The config with the token masked, for logs and `status`. */
+export function redactedConfig(config: Config): Record<string, unknown> {
+  return {
+    ...config,
+    apiToken: config.apiToken ? '[set]' : undefined,
+    databaseUrl: config.databaseUrl?.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
+  };
+}
+
+function readDotenv(cwd: string): Record<string, string> {
+  try {
+    return parseDotenv(readFileSync(resolve(cwd, '.env')));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError([`.env cannot be read: ${(error as Error).message}`]);
+  }
+}
+
+function resolveToken(env: Record<string, string | undefined>, cwd: string, problems: string[]): string | undefined {
+  const direct = env.TICKETS_API_TOKEN?.trim() || undefined;
+  const file = env.TICKETS_API_TOKEN_FILE?.trim() || undefined;
+  if (direct && file) {
+    problems.push('TICKETS_API_TOKEN_FILE is set together with TICKETS_API_TOKEN: set only one');
+    return undefined;
+  }
+  if (!file) return direct;
+  try {
+    const token = readFileSync(resolve(cwd, file), 'utf8').trim();
+    if (!token) problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} is empty`);
+    return token || undefined;
+  } catch (error) {
+    problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${(error as NodeJS.ErrnoException).code})`);
+    return undefined;
+  }
+}

@@ -1,0 +1,136 @@
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql, type SQL } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
+import * as schema from './schema.ts';
+
+/**
+ * The composition root of the database: PostgreSQL through node-postgres when a URL is given, embedded PGlite
+ * otherwise. Both yield the same drizzle type; nothing else in the code branches on the backend.
+ */
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+/** A database handle or an open transaction: repositories take either, so the caller owns the transaction. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0] | Db;
+
+export interface Database {
+  readonly db: Db;
+  readonly kind: 'postgres' | 'pglite';
+  readonly schema: string;
+  /** The PGlite instance when embedded (the SQL socket of `run` serves it); undefined on PostgreSQL. */
+  readonly pglite?: PGlite;
+  /** Applies pending migrations; a no-op when there are none. Safe to run from several processes at once. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl?: string | undefined;
+  pgliteDir?: string;
+  /** PostgreSQL schema holding the tables. @default 'public' */
+  schema?: string;
+  /** Pool size on PostgreSQL. @default 5 */
+  poolSize?: number;
+}
+
+const MIGRATIONS = fileURLToPath(new URL('../../migrations', import.meta.url));
+const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  const schemaName = options.schema ?? 'public';
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, options.poolSize ?? 5);
+  if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
+  return openPglite(options.pgliteDir, schemaName);
+}
+
+async function openPostgres(url: string, schemaName: string, max: number): Promise<Database> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    application_name: 'ticket-mirror',
+    // Every session reads and writes instants in UTC and finds the tables in DB_SCHEMA.
+    options: `-c TimeZone=UTC -c search_path=${schemaName}`,
+    connectionTimeoutMillis: 10_000,
+  });
+  // An idle client that loses its connection emits 'error' on the pool; without a listener that kills the process.
+  pool.on('error', () => {});
+  const db = drizzlePg(pool, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: 'postgres',
+    schema: schemaName,
+    async migrate() {
+      const client = await pool.connect();
+      try {
+        // Replicas may start together: one migrates, the others wait and then find nothing to do.
+        await client.query('select pg_advisory_lock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
+        try {
+          await client.query(`create schema if not exists ${quoteIdent(schemaName)}`);
+          await migratePg(drizzlePg(client), {
+            migrationsFolder: MIGRATIONS,
+            migrationsSchema: schemaName,
+            migrationsTable: MIGRATIONS_TABLE,
+          });
+        } finally {
+          await client.query('select pg_advisory_unlock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
+        }
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function openPglite(dir: string, schemaName: string): Promise<Database> {
+  const lock: FolderLock = lockDataFolder(dir);
+  let client: PGlite;
+  try {
+    client = await PGlite.create(dir);
+    await client.exec(`set time zone 'UTC'; create schema if not exists ${quoteIdent(schemaName)}; set search_path to ${quoteIdent(schemaName)}`);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  let closed = false;
+  return {
+    db,
+    kind: 'pglite',
+    schema: schemaName,
+    pglite: client,
+    async migrate() {
+      await migratePglite(drizzlePglite(client), {
+        migrationsFolder: MIGRATIONS,
+        migrationsSchema: schemaName,
+        migrationsTable: MIGRATIONS_TABLE,
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await client.close();
+      } finally {
+        lock.release();
+      }
+    },
+  };
+}
+
+/** Rows of a raw SQL query; both drivers answer with `{ rows }`. */
+export async function queryRows<T>(db: Tx, query: SQL): Promise<T[]> {
+  const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+export { sql };

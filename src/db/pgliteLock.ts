@@ -1,0 +1,74 @@
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * PGlite is a single-process database: two processes that open one data folder both write to it and lose each other's
+ * writes. A pid file, created with O_EXCL, keeps a second process out. A lock left by a process that died (kill -9) is
+ * taken over when that pid no longer runs; a live holder is reported by pid.
+ *
+ * proper-lockfile was considered and not taken: its staleness is an mtime refreshed by a timer, and PGlite's WASM can
+ * hold the event loop long enough for a healthy holder to look stale.
+ */
+export class DataFolderLockedError extends Error {
+  override name = 'DataFolderLockedError';
+}
+
+export interface FolderLock {
+  release(): void;
+}
+
+/** Folders this process holds: a pid file naming our own pid is ours only if we took it (in a container, pid 1 is every run's). */
+const held = new Set<string>();
+
+export function lockDataFolder(dir: string): FolderLock {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'ticket-mirror.lock');
+  if (held.has(file)) {
+    throw new DataFolderLockedError(`the embedded database in ${dir} is already open in this process`);
+  }
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      held.add(file);
+      let released = false;
+      return {
+        release() {
+          if (released) return;
+          released = true;
+          held.delete(file);
+          rmSync(file, { force: true });
+        },
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number.parseInt(readHolder(file), 10);
+      if (Number.isInteger(holder) && holder !== process.pid && isRunning(holder)) {
+        throw new DataFolderLockedError(
+          `the embedded database in ${dir} is in use by process ${holder}; stop it, or set PGLITE_DIR to another folder`,
+        );
+      }
+      // The holder is gone (or wrote nothing before dying): the lock is stale.
+      rmSync(file, { force: true });
+    }
+  }
+  throw new DataFolderLockedError(`cannot lock ${dir}: another process keeps taking the lock`);
+}
+
+function readHolder(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,207 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+/**
+ * The mirror's tables. Names and columns of the public contract (shared/contract.md) are binding: BI dashboards query
+ * them. Tables are declared without a schema and reached through `search_path`, so `DB_SCHEMA` can place them anywhere.
+ *
+ * Every instant is `timestamptz` in drizzle's string mode: drizzle's Date mode and the raw drivers would drop the
+ * microseconds the API gives. Values are read back through `canonicalTimestamp` when compared.
+ */
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'string', precision: 6 });
+
+export const tickets = pgTable(
+  'tickets',
+  {
+    id: text('id').primaryKey(),
+    name: text('name'),
+    email: text('email'),
+    status: text('status'),
+    priority: text('priority'),
+    hasUnreadMessages: boolean('has_unread_messages'),
+    repliedToCustomer: boolean('replied_to_customer'),
+    closedAt: ts('closed_at'),
+    lastContactAt: ts('last_contact_at'),
+    createdAt: ts('created_at'),
+    updatedAt: ts('updated_at'),
+    assignedTo: jsonb('assigned_to'),
+    widgetId: text('widget_id'),
+    widgetName: text('widget_name'),
+    aiSummary: text('ai_summary'),
+    // List membership as last seen.
+    inOpen: boolean('in_open').notNull().default(false),
+    inSelf: boolean('in_self').notNull().default(false),
+    inUnassigned: boolean('in_unassigned').notNull().default(false),
+    inResolved: boolean('in_resolved').notNull().default(false),
+    // Mirror bookkeeping.
+    firstSeenAt: ts('first_seen_at').notNull(),
+    lastSeenAt: ts('last_seen_at').notNull(),
+    detailSyncedAt: ts('detail_synced_at'),
+    missingSince: ts('missing_since'),
+    deletedAt: ts('deleted_at'),
+    raw: jsonb('raw'),
+    /** Set when a list showed a change the stored detail does not reflect yet; cleared by the next detail fetch. */
+    detailDueSince: ts('detail_due_since'),
+    /** Last time an observation still saw the current tracked state (see ticket_history.changed_after). */
+    stateSeenAt: ts('state_seen_at'),
+    /** Consecutive failures to fetch or store this ticket's detail; drives a per-ticket back-off. */
+    detailFailures: integer('detail_failures').notNull().default(0),
+    detailRetryAfter: ts('detail_retry_after'),
+  },
+  (t) => [
+    index('tickets_created_at_idx').on(t.createdAt),
+    index('tickets_detail_due_idx').on(t.detailDueSince).where(sql`detail_due_since is not null`),
+    index('tickets_detail_synced_idx').on(t.detailSyncedAt),
+    index('tickets_open_idx').on(t.inOpen).where(sql`in_open`),
+  ],
+);
+
+export const messages = pgTable(
+  'messages',
+  {
+    id: text('id').primaryKey(),
+    ticketId: text('ticket_id')
+      .notNull()
+      .references(() => tickets.id),
+    messageType: text('message_type'),
+    ticketStatus: text('ticket_status'),
+    message: text('message'),
+    outboundSent: boolean('outbound_sent'),
+    outboundDeliveredAt: ts('outbound_delivered_at'),
+    outboundBounced: boolean('outbound_bounced'),
+    outboundSpamComplaint: boolean('outbound_spam_complaint'),
+    outboundError: text('outbound_error'),
+    createdAt: ts('created_at'),
+    author: jsonb('author'),
+    removedAt: ts('removed_at'),
+  },
+  (t) => [index('messages_ticket_idx').on(t.ticketId, t.createdAt)],
+);
+
+export const attachments = pgTable(
+  'attachments',
+  {
+    id: text('id').primaryKey(),
+    ticketId: text('ticket_id')
+      .notNull()
+      .references(() => tickets.id),
+    messageId: text('message_id').references(() => messages.id),
+    name: text('name'),
+    mimeType: text('mime_type'),
+    size: bigint('size', { mode: 'number' }),
+    removedAt: ts('removed_at'),
+  },
+  (t) => [index('attachments_ticket_idx').on(t.ticketId), index('attachments_message_idx').on(t.messageId)],
+);
+
+/** SCD type 2: one row per observed state; the change happened in (changed_after, valid_from]. */
+export const ticketHistory = pgTable(
+  'ticket_history',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    ticketId: text('ticket_id')
+      .notNull()
+      .references(() => tickets.id),
+    status: text('status'),
+    priority: text('priority'),
+    assignedTo: jsonb('assigned_to'),
+    inOpen: boolean('in_open').notNull(),
+    inSelf: boolean('in_self').notNull(),
+    inUnassigned: boolean('in_unassigned').notNull(),
+    inResolved: boolean('in_resolved').notNull(),
+    validFrom: ts('valid_from').notNull(),
+    validTo: ts('valid_to'),
+    changedAfter: ts('changed_after'),
+  },
+  (t) => [
+    index('ticket_history_ticket_idx').on(t.ticketId, t.validFrom),
+    uniqueIndex('ticket_history_current_idx').on(t.ticketId).where(sql`valid_to is null`),
+    index('ticket_history_valid_idx').on(t.validFrom, t.validTo),
+  ],
+);
+
+export const OUTBOX_STATES = ['pending', 'sending', 'sent', 'failed'] as const;
+export type OutboxState = (typeof OUTBOX_STATES)[number];
+
+export const replyOutbox = pgTable(
+  'reply_outbox',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    ticketId: text('ticket_id').notNull(),
+    message: text('message').notNull(),
+    requestedAt: ts('requested_at').notNull().defaultNow(),
+    state: text('state', { enum: OUTBOX_STATES }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    error: text('error'),
+    messageId: text('message_id'),
+    sentAt: ts('sent_at'),
+    /** When a pending row may be tried again after a transient failure. */
+    nextAttemptAt: ts('next_attempt_at'),
+    /** When the row entered `sending`: the POST may have gone out from then on. */
+    sendingSince: ts('sending_since'),
+  },
+  (t) => [
+    check('reply_outbox_state_check', sql`${t.state} in ('pending', 'sending', 'sent', 'failed')`),
+    check('reply_outbox_message_check', sql`char_length(btrim(${t.message})) >= 3`),
+    check('reply_outbox_ticket_check', sql`char_length(btrim(${t.ticketId})) > 0`),
+    index('reply_outbox_open_idx').on(t.id).where(sql`state in ('pending', 'sending')`),
+  ],
+);
+
+/** The quota ledger: one row per request sent, failures included. The budget is computed from it. */
+export const apiRequests = pgTable(
+  'api_requests',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: ts('at').notNull(),
+    method: text('method').notNull(),
+    path: text('path').notNull(),
+    /** Null when no response arrived (network error, timeout). */
+    status: integer('status'),
+    durationMs: integer('duration_ms'),
+    /** What the request was for: list_open, list_self, list_unassigned, list_resolved, detail, reply, attachment. */
+    kind: text('kind'),
+    /** The server's x-ratelimit-remaining, when it sent one. */
+    ratelimitRemaining: integer('ratelimit_remaining'),
+  },
+  (t) => [index('api_requests_at_idx').on(t.at)],
+);
+
+export const syncRuns = pgTable(
+  'sync_runs',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    startedAt: ts('started_at').notNull(),
+    finishedAt: ts('finished_at'),
+    requests: integer('requests').notNull().default(0),
+    ticketsChanged: integer('tickets_changed').notNull().default(0),
+    detailsFetched: integer('details_fetched').notNull().default(0),
+    error: text('error'),
+  },
+  (t) => [index('sync_runs_started_idx').on(t.startedAt)],
+);
+
+/** One row per list poll that got a valid answer: the planner adapts each list's interval to its rate of change. */
+export const listPolls = pgTable(
+  'list_polls',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    list: text('list').notNull(),
+    at: ts('at').notNull(),
+    items: integer('items').notNull(),
+    changes: integer('changes').notNull(),
+  },
+  (t) => [index('list_polls_list_idx').on(t.list, t.at)],
+);

@@ -1,0 +1,52 @@
+/**
+ * Timestamps with microseconds. The API gives `YYYY-MM-DDTHH:MM:SS.ffffffZ`; JavaScript's Date keeps milliseconds
+ * only, so instants travel as strings and are compared in their canonical form, never through Date.
+ */
+
+const TIMESTAMP =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+
+/** Epoch microseconds of a timestamp string, or null when it is not one. Strings without an offset are UTC. */
+export function toEpochMicros(value: string): bigint | null {
+  const m = TIMESTAMP.exec(value.trim());
+  if (!m) return null;
+  const [, y, mo, d, h, mi, s, frac = '', off = 'Z'] = m;
+  const seconds = Date.UTC(+y!, +mo! - 1, +d!, +h!, +mi!, +s!) / 1000;
+  if (Number.isNaN(seconds)) return null;
+  let offsetSeconds = 0;
+  if (off.toUpperCase() !== 'Z') {
+    const sign = off.startsWith('-') ? -1 : 1;
+    const digits = off.slice(1).replace(':', '');
+    offsetSeconds = sign * (Number(digits.slice(0, 2)) * 3600 + Number(digits.slice(2, 4) || '0') * 60);
+  }
+  const micros = BigInt((frac + '000000').slice(0, 6));
+  return (BigInt(seconds) - BigInt(offsetSeconds)) * 1_000_000n + micros;
+}
+
+/** The canonical `YYYY-MM-DDTHH:MM:SS.ffffffZ` form of epoch microseconds. */
+export function fromEpochMicros(micros: bigint): string {
+  const sub = ((micros % 1_000_000n) + 1_000_000n) % 1_000_000n;
+  const seconds = (micros - sub) / 1_000_000n;
+  const base = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
+  return `${base}.${String(sub).padStart(6, '0')}Z`;
+}
+
+/** Canonical form of any timestamp string (API or PostgreSQL output); null stays null; junk throws. */
+export function canonicalTimestamp(value: string): string;
+export function canonicalTimestamp(value: string | null): string | null;
+export function canonicalTimestamp(value: string | null): string | null {
+  if (value === null) return null;
+  const micros = toEpochMicros(value);
+  if (micros === null) throw new TypeError(`not a timestamp: ${JSON.stringify(value)}`);
+  return fromEpochMicros(micros);
+}
+
+/** The canonical form of an epoch-millisecond instant plus extra microseconds (0–999). */
+export function isoMicros(epochMs: number, extraMicros = 0): string {
+  return fromEpochMicros(BigInt(Math.floor(epochMs)) * 1000n + BigInt(extraMicros));
+}
+
+/** Whether a string is a timestamp in exactly the API's shape. */
+export function isApiTimestamp(value: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(value) && toEpochMicros(value) !== null;
+}

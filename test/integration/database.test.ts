@@ -1,0 +1,96 @@
+import { spawnSync } from 'node:child_process';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, queryRows, sql } from '../../src/db/connect.ts';
+import { DataFolderLockedError } from '../../src/db/pgliteLock.ts';
+import { tickets } from '../../src/db/schema.ts';
+import { canonicalTimestamp } from '../../src/time.ts';
+import { backends, freshPglite, postgresUrl, type TestDatabase } from '../helpers/db.ts';
+
+const CONTRACT_TABLES = ['api_requests', 'attachments', 'messages', 'reply_outbox', 'sync_runs', 'ticket_history', 'tickets'];
+
+describe.each(backends)('database on $name', ({ open }) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await open();
+  });
+  afterAll(() => database.destroy());
+
+  it('creates every contract table, and migrating again is a no-op', async () => {
+    await database.migrate();
+    const rows = await queryRows<{ table_name: string }>(
+      database.db,
+      sql`select table_name from information_schema.tables where table_schema = current_schema() order by 1`,
+    );
+    expect(rows.map((r) => r.table_name)).toEqual(expect.arrayContaining(CONTRACT_TABLES));
+    const applied = await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from __ticket_mirror_migrations`);
+    expect(applied[0]!.n).toBe(1);
+  });
+
+  it('keeps microseconds: 2024-05-01T10:20:30.123456Z comes back as the same instant', async () => {
+    const instant = '2024-05-01T10:20:30.123456Z';
+    await database.db
+      .insert(tickets)
+      .values({ id: 'micro', createdAt: instant, firstSeenAt: instant, lastSeenAt: instant, closedAt: '2024-05-01T10:20:30.000001Z' });
+    const [row] = await database.db.select().from(tickets).where(eq(tickets.id, 'micro'));
+    expect(canonicalTimestamp(row!.createdAt!)).toBe(instant);
+    expect(canonicalTimestamp(row!.closedAt!)).toBe('2024-05-01T10:20:30.000001Z');
+    const [text] = await queryRows<{ t: string }>(
+      database.db,
+      sql`select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as t from tickets where id = 'micro'`,
+    );
+    expect(text!.t).toBe(instant);
+  });
+
+  it('rejects a reply_outbox row whose message is too short, at insert time', async () => {
+    await expect(
+      database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', '  a ')`),
+    ).rejects.toThrow();
+    await database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', 'Thanks!')`);
+    const [row] = await queryRows<{ state: string; attempts: number }>(database.db, sql`select state, attempts from reply_outbox`);
+    expect(row).toEqual({ state: 'pending', attempts: 0 });
+  });
+});
+
+describe('embedded database lock', () => {
+  it('refuses a second opener of the same data folder while the first holds it', async () => {
+    const first = await freshPglite();
+    try {
+      await expect(openDatabase({ pgliteDir: first.dir })).rejects.toBeInstanceOf(DataFolderLockedError);
+    } finally {
+      await first.close();
+    }
+    const again = await openDatabase({ pgliteDir: first.dir });
+    await again.close();
+    await first.destroy();
+  });
+
+  it('takes over a lock left by a process that died', async () => {
+    const db = await freshPglite();
+    await db.close();
+    // A pid that is certainly not running: a child that has exited.
+    const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(`${db.dir}/ticket-mirror.lock`, child.stdout.toString());
+    const reopened = await openDatabase({ pgliteDir: db.dir });
+    await reopened.close();
+    await db.destroy();
+  });
+});
+
+describe.skipIf(!postgresUrl)('DB_SCHEMA on PostgreSQL', () => {
+  it('places the tables in the configured schema, not in public', async () => {
+    const database = await openDatabase({ databaseUrl: postgresUrl!, schema: 'tm_schema_probe' });
+    try {
+      await database.migrate();
+      const rows = await queryRows<{ table_schema: string }>(
+        database.db,
+        sql`select distinct table_schema from information_schema.tables where table_name = 'tickets' and table_schema = 'tm_schema_probe'`,
+      );
+      expect(rows).toHaveLength(1);
+    } finally {
+      await database.db.execute(sql`drop schema tm_schema_probe cascade`);
+      await database.close();
+    }
+  });
+});

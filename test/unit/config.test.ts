@@ -1,0 +1,144 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+const emptyDir = () => mkdtempSync(join(tmpdir(), 'tm-config-'));
+
+function problemsOf(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the contract defaults', () => {
+    const cwd = emptyDir();
+    const config = loadConfig({}, { cwd });
+    expect(config).toEqual({
+      apiUrl: undefined,
+      apiToken: undefined,
+      databaseUrl: undefined,
+      pgliteDir: join(cwd, 'data/pglite'),
+      pglitePort: 5433,
+      dbSchema: 'public',
+      dailyLimit: 1440,
+      minuteLimit: 60,
+      reserve: 0.1,
+      httpPort: 9464,
+      httpHost: '127.0.0.1',
+      logLevel: 'info',
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reads every variable and strips a trailing slash from the URL', () => {
+    const config = loadConfig(
+      {
+        TICKETS_API_URL: 'https://help.example.com/',
+        TICKETS_API_TOKEN: ' secret ',
+        DATABASE_URL: 'postgres://u:p@db:5432/mirror',
+        PGLITE_DIR: '/var/lib/tm',
+        PGLITE_PORT: '0',
+        DB_SCHEMA: 'support',
+        API_DAILY_LIMIT: '1000',
+        API_MINUTE_LIMIT: '30',
+        API_RESERVE: '0.25',
+        HTTP_PORT: '0',
+        HTTP_HOST: '0.0.0.0',
+        LOG_LEVEL: 'debug',
+      },
+      { cwd: emptyDir() },
+    );
+    expect(config).toMatchObject({
+      apiUrl: 'https://help.example.com',
+      apiToken: 'secret',
+      databaseUrl: 'postgres://u:p@db:5432/mirror',
+      pgliteDir: '/var/lib/tm',
+      pglitePort: 0,
+      dbSchema: 'support',
+      dailyLimit: 1000,
+      minuteLimit: 30,
+      reserve: 0.25,
+      httpPort: 0,
+      httpHost: '0.0.0.0',
+      logLevel: 'debug',
+    });
+  });
+
+  it('reports every bad variable at once, by name', () => {
+    const problems = problemsOf(() =>
+      loadConfig(
+        {
+          TICKETS_API_URL: 'ftp://nope',
+          DATABASE_URL: 'mysql://x',
+          PGLITE_PORT: '70000',
+          DB_SCHEMA: 'Drop Table',
+          API_DAILY_LIMIT: 'lots',
+          API_MINUTE_LIMIT: '0',
+          API_RESERVE: '1.5',
+          HTTP_PORT: '-1',
+          LOG_LEVEL: 'chatty',
+        },
+        { cwd: emptyDir() },
+      ),
+    );
+    const named = problems.map((p) => p.split('=')[0]).sort();
+    expect(named).toEqual(
+      [
+        'API_DAILY_LIMIT',
+        'API_MINUTE_LIMIT',
+        'API_RESERVE',
+        'DATABASE_URL',
+        'DB_SCHEMA',
+        'HTTP_PORT',
+        'LOG_LEVEL',
+        'PGLITE_PORT',
+        'TICKETS_API_URL',
+      ].sort(),
+    );
+  });
+
+  it('reads .env, with the environment taking precedence', () => {
+    const cwd = emptyDir();
+    writeFileSync(join(cwd, '.env'), 'TICKETS_API_URL=http://from-dotenv\nAPI_RESERVE=0.3\nLOG_LEVEL=warn\n');
+    const config = loadConfig({ LOG_LEVEL: 'error' }, { cwd });
+    expect(config.apiUrl).toBe('http://from-dotenv');
+    expect(config.reserve).toBe(0.3);
+    expect(config.logLevel).toBe('error');
+  });
+
+  it('reads the token from TICKETS_API_TOKEN_FILE and rejects ambiguity or an unreadable file', () => {
+    const cwd = emptyDir();
+    writeFileSync(join(cwd, 'token'), 'from-file\n');
+    expect(loadConfig({ TICKETS_API_TOKEN_FILE: 'token' }, { cwd }).apiToken).toBe('from-file');
+    expect(problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'token', TICKETS_API_TOKEN: 't' }, { cwd }))[0]).toMatch(
+      /^TICKETS_API_TOKEN_FILE is set together with TICKETS_API_TOKEN/,
+    );
+    expect(problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'missing' }, { cwd }))[0]).toMatch(
+      /^TICKETS_API_TOKEN_FILE="missing" cannot be read \(ENOENT\)/,
+    );
+  });
+
+  it('requireApi names what run/sync/reply miss, with the demo hint', () => {
+    const problems = problemsOf(() => requireApi(loadConfig({}, { cwd: emptyDir() })));
+    expect(problems[0]).toMatch(/^TICKETS_API_URL is not set: .*npm run demo/);
+    expect(problems[1]).toMatch(/^TICKETS_API_TOKEN/);
+  });
+
+  it('never shows the token or a database password in the redacted form', () => {
+    const config = loadConfig(
+      { TICKETS_API_TOKEN: 'very-secret', DATABASE_URL: 'postgres://me:hunter2@db/x' },
+      { cwd: emptyDir() },
+    );
+    const text = JSON.stringify(redactedConfig(config));
+    expect(text).not.toContain('very-secret');
+    expect(text).not.toContain('hunter2');
+  });
+});

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalTimestamp, isApiTimestamp, isoMicros, toEpochMicros } from '../../src/time.ts';
+
+describe('timestamps with microseconds', () => {
+  it.each([
+    ['2024-05-01T10:20:30.123456Z', '2024-05-01T10:20:30.123456Z'],
+    ['2024-05-01 10:20:30.123456+00', '2024-05-01T10:20:30.123456Z'],
+    ['2024-05-01 12:20:30.1+02', '2024-05-01T10:20:30.100000Z'],
+    ['2024-05-01 05:50:30.000001-04:30', '2024-05-01T10:20:30.000001Z'],
+    ['2024-05-01T10:20:30Z', '2024-05-01T10:20:30.000000Z'],
+    ['1969-12-31T23:59:59.999999Z', '1969-12-31T23:59:59.999999Z'],
+  ])('%s is the instant %s', (input, canonical) => {
+    expect(canonicalTimestamp(input)).toBe(canonical);
+  });
+
+  it('orders instants that differ by one microsecond', () => {
+    expect(toEpochMicros('2024-05-01T10:20:30.123457Z')! - toEpochMicros('2024-05-01T10:20:30.123456Z')!).toBe(1n);
+  });
+
+  it('rejects what is not a timestamp', () => {
+    expect(() => canonicalTimestamp('yesterday')).toThrow(/not a timestamp/);
+    expect(isApiTimestamp('2024-05-01T10:20:30.123Z')).toBe(false);
+    expect(isApiTimestamp(isoMicros(Date.UTC(2024, 4, 1), 7))).toBe(true);
+  });
+});
