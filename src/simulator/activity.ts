@@ -1,0 +1,149 @@
+import type { SimulatorModel } from './model.ts';
+import { Random } from './random.ts';
+import { PRIORITIES, type TicketListItem } from './types.ts';
+
+/**
+ * A helpdesk's everyday life, for the demo (live changes) and the benchmark (a week in virtual time): a seeded random
+ * mix of mutations whose arrivals follow office hours.
+ *
+ * Arrivals of each kind form a Poisson process whose intensity is the kind's daily rate shaped by `activityWeight`:
+ * full during working hours (08–18 UTC, Monday to Friday), a twentieth of it otherwise. Rates are per weekday; a
+ * weekend day sees about a ninth of a weekday's activity.
+ */
+
+export type ActivityOp =
+  | 'newTicket'
+  | 'inboundMessage'
+  | 'agentReply'
+  | 'resolve'
+  | 'reopen'
+  | 'assign'
+  | 'setPriority'
+  | 'deleteTicket';
+
+/** Mutations per weekday. */
+export type ActivityRates = Record<ActivityOp, number>;
+
+export const DEFAULT_RATES_PER_DAY: Readonly<ActivityRates> = {
+  newTicket: 150,
+  inboundMessage: 400,
+  agentReply: 200,
+  resolve: 120,
+  reopen: 15,
+  assign: 100,
+  setPriority: 20,
+  deleteTicket: 5,
+};
+
+export interface ActivityOptions {
+  /** @default 1 */
+  seed?: number;
+  /** Overrides of DEFAULT_RATES_PER_DAY; 0 turns a kind off. */
+  ratesPerDay?: Partial<ActivityRates>;
+}
+
+export interface AppliedMutation {
+  op: ActivityOp;
+  ticketId: string;
+  /** When the arrival process placed it (epoch ms, within the stepped interval). */
+  scheduledAt: number;
+  /** The model's clock when it was applied: from then on the API shows it. */
+  appliedAt: number;
+}
+
+export interface ActivityDriver {
+  /**
+   * Applies the mutations that arrive in [fromMs, toMs), in order, and returns them. They are applied now, at the
+   * model's clock, so step in slices as fine as the timing you need (the benchmark advances its clock, then steps).
+   * Kinds that find no target (e.g. a reopen with no resolved ticket) are skipped.
+   */
+  step(fromMs: number, toMs: number): AppliedMutation[];
+}
+
+const HOUR_MS = 3_600_000;
+const OFF_HOURS_WEIGHT = 0.05;
+/** The sum of a weekday's hourly weights: 10 working hours plus 14 quiet ones. */
+const WEEKDAY_WEIGHT = 10 + 14 * OFF_HOURS_WEIGHT;
+
+/** Relative activity during the hour that contains `ms`. */
+export function activityWeight(ms: number): number {
+  const date = new Date(ms);
+  const day = date.getUTCDay();
+  const hour = date.getUTCHours();
+  return day >= 1 && day <= 5 && hour >= 8 && hour < 18 ? 1 : OFF_HOURS_WEIGHT;
+}
+
+export function createActivityDriver(model: SimulatorModel, opts: ActivityOptions = {}): ActivityDriver {
+  const rng = new Random(opts.seed ?? 1);
+  const rates: ActivityRates = { ...DEFAULT_RATES_PER_DAY, ...opts.ratesPerDay };
+  const ops = Object.keys(rates) as ActivityOp[];
+
+  return {
+    step(fromMs, toMs) {
+      const arrivals = ops.flatMap((op) => arrivalTimes(rng, rates[op], fromMs, toMs).map((at) => ({ op, at })));
+      arrivals.sort((a, b) => a.at - b.at);
+      const applied: AppliedMutation[] = [];
+      for (const { op, at } of arrivals) {
+        const ticketId = apply(model, rng, op);
+        if (ticketId !== undefined) applied.push({ op, ticketId, scheduledAt: at, appliedAt: model.clock.now() });
+      }
+      return applied;
+    },
+  };
+}
+
+/** Arrival instants in [fromMs, toMs): exponential gaps, hour by hour, since the intensity changes by the hour. */
+function arrivalTimes(rng: Random, perWeekday: number, fromMs: number, toMs: number): number[] {
+  const times: number[] = [];
+  for (let start = fromMs; start < toMs; ) {
+    const end = Math.min(toMs, (Math.floor(start / HOUR_MS) + 1) * HOUR_MS);
+    const perMs = (perWeekday * activityWeight(start)) / (WEEKDAY_WEIGHT * HOUR_MS);
+    // Memorylessness makes restarting the process at each hour boundary exact.
+    for (let t = start; perMs > 0; ) {
+      t += -Math.log(1 - rng.next()) / perMs;
+      if (t >= end) break;
+      times.push(t);
+    }
+    start = end;
+  }
+  return times;
+}
+
+/** Applies one mutation to a fitting random ticket; returns its id, or undefined when none fits. */
+function apply(model: SimulatorModel, rng: Random, op: ActivityOp): string | undefined {
+  if (op === 'newTicket') return model.newTicket().id;
+  // Reopened tickets are recent ones: among the newest resolved.
+  const pool: readonly Readonly<TicketListItem>[] =
+    op === 'reopen'
+      ? model.listResolved().slice(0, 50)
+      : op === 'deleteTicket' && rng.chance(0.3)
+        ? model.listResolved()
+        : model.listOpen();
+  if (pool.length === 0) return undefined;
+  const id = rng.pick(pool).id;
+  switch (op) {
+    case 'inboundMessage':
+      model.inboundMessage(id);
+      break;
+    case 'agentReply':
+      model.agentReply(id, { agent: 'other' });
+      break;
+    case 'resolve':
+      model.resolve(id);
+      break;
+    case 'reopen':
+      model.reopen(id);
+      break;
+    case 'assign':
+      if (rng.chance(0.2)) model.unassign(id);
+      else model.assign(id, rng.chance(0.4) ? 'self' : 'other');
+      break;
+    case 'setPriority':
+      model.setPriority(id, rng.pick(PRIORITIES));
+      break;
+    case 'deleteTicket':
+      model.deleteTicket(id);
+      break;
+  }
+  return id;
+}

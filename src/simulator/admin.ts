@@ -1,0 +1,122 @@
+import type { IncomingMessage } from 'node:http';
+import { ManualClock, type Clock } from '../clock.ts';
+import type { RequestLogEntry } from './api.ts';
+import { FAULT_KINDS, type FaultInjector, type FaultSpec } from './faults.ts';
+import { jsonAnswer, readBody, type Answer } from './http.ts';
+import { UnknownTicketError, type SimulatorModel } from './model.ts';
+
+/**
+ * Control routes under `/__sim/` on the API origin, for drivers in another process (the daemon's end-to-end tests,
+ * the demo). Not part of the faked API: no auth, no quota, not logged.
+ *
+ * - `POST /__sim/mutate` `{ "op": "resolve", "args": ["Ab12Cd34"] }` → the model method's result
+ * - `GET /__sim/truth` → `groundTruth()`; `GET /__sim/log` → the request log
+ * - `POST /__sim/faults` a FaultSpec (`match` is a substring; `matchRegex` a RegExp source) → 204;
+ *   `DELETE /__sim/faults` → 204, all cleared
+ * - `POST /__sim/clock` `{ "advanceMs": 60000 }` → `{ "now": ms }`; 409 unless the clock is a ManualClock
+ */
+
+export const ADMIN_PREFIX = '/__sim/';
+
+const MUTATIONS = [
+  'newTicket',
+  'inboundMessage',
+  'agentReply',
+  'reply',
+  'setStatus',
+  'resolve',
+  'reopen',
+  'assign',
+  'unassign',
+  'setPriority',
+  'deleteTicket',
+  'markRead',
+  'randomTicketId',
+] as const;
+type Mutation = (typeof MUTATIONS)[number];
+
+export interface AdminContext {
+  model: SimulatorModel;
+  clock: Clock;
+  faults: FaultInjector;
+  log: readonly RequestLogEntry[];
+}
+
+export async function adminAnswer(ctx: AdminContext, req: IncomingMessage): Promise<Answer> {
+  const route = `${req.method} ${new URL(req.url ?? '/', 'http://sim.invalid').pathname}`;
+  try {
+    switch (route) {
+      case 'GET /__sim/truth':
+        return jsonAnswer(200, ctx.model.groundTruth());
+      case 'GET /__sim/log':
+        return jsonAnswer(200, ctx.log);
+      case 'POST /__sim/mutate':
+        return mutate(ctx.model, await jsonBody(req));
+      case 'POST /__sim/faults':
+        ctx.faults.inject(faultSpec(await jsonBody(req)));
+        return noContent();
+      case 'DELETE /__sim/faults':
+        ctx.faults.clear();
+        return noContent();
+      case 'POST /__sim/clock':
+        return advanceClock(ctx.clock, await jsonBody(req));
+      default:
+        return jsonAnswer(404, { error: `no simulator control route ${route}` });
+    }
+  } catch (error) {
+    if (error instanceof UnknownTicketError) return jsonAnswer(404, { error: error.message });
+    return jsonAnswer(400, { error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+function mutate(model: SimulatorModel, body: Record<string, unknown>): Answer {
+  const { op, args = [] } = body;
+  if (!MUTATIONS.includes(op as Mutation)) throw new TypeError(`op must be one of ${MUTATIONS.join(', ')}`);
+  if (!Array.isArray(args)) throw new TypeError('args must be an array');
+  const method = model[op as Mutation] as (...a: unknown[]) => unknown;
+  // JSON has no undefined: randomTicketId's "none" is null.
+  return jsonAnswer(200, method.apply(model, args) ?? null);
+}
+
+function faultSpec(body: Record<string, unknown>): FaultSpec {
+  const { kind, match, matchRegex, times, delayMs, retryAfterSec } = body;
+  if (!FAULT_KINDS.includes(kind as FaultSpec['kind'])) {
+    throw new TypeError(`kind must be one of ${FAULT_KINDS.join(', ')}`);
+  }
+  return {
+    kind: kind as FaultSpec['kind'],
+    match: typeof matchRegex === 'string' ? new RegExp(matchRegex) : optional(match, 'string', 'match'),
+    times: optional(times, 'number', 'times'),
+    delayMs: optional(delayMs, 'number', 'delayMs'),
+    retryAfterSec: optional(retryAfterSec, 'number', 'retryAfterSec'),
+  };
+}
+
+function advanceClock(clock: Clock, body: Record<string, unknown>): Answer {
+  if (!(clock instanceof ManualClock)) return jsonAnswer(409, { error: 'the simulator runs on the system clock' });
+  const advanceMs = optional(body.advanceMs, 'number', 'advanceMs') ?? 0;
+  return jsonAnswer(200, { now: clock.advance(advanceMs) });
+}
+
+function optional<T extends 'string' | 'number'>(
+  value: unknown,
+  type: T,
+  field: string,
+): (T extends 'string' ? string : number) | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== type) throw new TypeError(`${field} must be a ${type}`);
+  return value as T extends 'string' ? string : number;
+}
+
+async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const raw = (await readBody(req)).toString('utf8');
+  const value: unknown = raw === '' ? {} : JSON.parse(raw);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError('body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+function noContent(): Answer {
+  return { status: 204, headers: {}, body: '' };
+}

@@ -1,0 +1,136 @@
+import { ContentGenerator, WIDGET_NAMES, type Person } from './generator.ts';
+import type { Random } from './random.ts';
+import { formatMicros } from './stamps.ts';
+import type {
+  Agent,
+  AttachmentRecord,
+  MessageRecord,
+  Priority,
+  TicketRecord,
+  TicketStatus,
+  Widget,
+} from './types.ts';
+
+const ID_LENGTH = 8;
+const OTHER_AGENTS = 5;
+
+const PRIORITY_WEIGHTS: readonly (readonly [Priority, number])[] = [
+  ['low', 40],
+  ['medium', 35],
+  ['high', 20],
+  ['urgent', 5],
+];
+
+/**
+ * Builds records — tickets, messages, attachments — for both the generated history and live mutations, so the two
+ * cannot drift apart. Owns the cast (the token's user, other agents, widgets) and id uniqueness.
+ */
+export class TicketFactory {
+  readonly rng: Random;
+  readonly content: ContentGenerator;
+  /** The token's user: "self" of endpoint 2 and the author of replies sent through endpoint 6. */
+  readonly self: Agent;
+  readonly others: readonly Agent[];
+  readonly widgets: readonly Widget[];
+  readonly #usedIds = new Set<string>();
+
+  constructor(rng: Random) {
+    this.rng = rng;
+    this.content = new ContentGenerator(rng);
+    const [self, ...others] = this.content.agents(OTHER_AGENTS + 1).map((p) => ({ id: this.id(), ...p }));
+    this.self = self!;
+    this.others = others;
+    this.widgets = WIDGET_NAMES.map((name) => ({ id: this.id(), name }));
+  }
+
+  /** A fresh opaque id: 8 characters of [0-9A-Za-z], so none needs URL-encoding. */
+  id(): string {
+    let id: string;
+    do id = this.rng.base62(ID_LENGTH);
+    while (this.#usedIds.has(id));
+    this.#usedIds.add(id);
+    return id;
+  }
+
+  priority(): Priority {
+    return this.rng.weighted(PRIORITY_WEIGHTS);
+  }
+
+  /** A ticket without messages yet; the caller adds them and sets the derived fields. */
+  ticket(person: Person, createdUs: number, priority: Priority = this.priority()): TicketRecord {
+    const createdAt = formatMicros(createdUs);
+    return {
+      id: this.id(),
+      name: person.name,
+      email: person.email,
+      status: 'pending',
+      priority,
+      hasUnread: false,
+      repliedToCustomer: false,
+      closedAt: null,
+      lastContactAt: createdAt,
+      createdAt,
+      updatedAt: createdAt,
+      assignedTo: null,
+      widget: this.rng.pick(this.widgets),
+      aiSummary: null,
+      attachments: [],
+      messages: [],
+      createdUs,
+      lastEventUs: createdUs,
+    };
+  }
+
+  files(count: number): AttachmentRecord[] {
+    return Array.from({ length: count }, () => ({ id: this.id(), ...this.content.file() }));
+  }
+
+  inbound(text: string, ticketStatus: TicketStatus, us: number, attachments: AttachmentRecord[] = []): MessageRecord {
+    return this.#message('inbound', null, text, ticketStatus, us, attachments);
+  }
+
+  /**
+   * A reply e-mailed to the customer. Most are delivered `deliveryDelayUs` later; a few bounce (with an error text)
+   * or draw a spam complaint, as real outbound mail does.
+   */
+  outbound(agent: Agent, text: string, ticketStatus: TicketStatus, us: number, deliveryDelayUs: number): MessageRecord {
+    const m = this.#message('outbound', agent, text, ticketStatus, us, []);
+    m.outboundSent = true;
+    if (this.rng.chance(0.03)) {
+      m.bounced = true;
+      m.error = this.content.deliveryError();
+    } else {
+      m.deliveredAt = formatMicros(us + deliveryDelayUs);
+      m.spamComplaint = this.rng.chance(0.01);
+    }
+    return m;
+  }
+
+  note(agent: Agent, ticketStatus: TicketStatus, us: number): MessageRecord {
+    return this.#message('note', agent, this.content.note(), ticketStatus, us, []);
+  }
+
+  #message(
+    type: MessageRecord['type'],
+    user: Agent | null,
+    text: string,
+    ticketStatus: TicketStatus,
+    us: number,
+    attachments: AttachmentRecord[],
+  ): MessageRecord {
+    return {
+      id: this.id(),
+      type,
+      ticketStatus,
+      text,
+      outboundSent: false,
+      deliveredAt: null,
+      bounced: false,
+      spamComplaint: false,
+      error: null,
+      createdAt: formatMicros(us),
+      user,
+      attachments,
+    };
+  }
+}
