@@ -1,0 +1,23 @@
+/** The API's paths (spec, Endpoints). List paths use `tickets`; detail and reply use the singular `ticket`. */
+
+export const LIST_NAMES = ['open', 'self', 'unassigned', 'resolved'] as const;
+export type ListName = (typeof LIST_NAMES)[number];
+
+export const LIST_PATHS: Record<ListName, string> = {
+  open: '/api/v1/tickets',
+  self: '/api/v1/tickets/self',
+  unassigned: '/api/v1/tickets/unassigned',
+  resolved: '/api/v1/tickets/resolved',
+};
+
+export const detailPath = (id: string) => `/api/v1/ticket/${encodeURIComponent(id)}`;
+export const replyPath = (id: string) => `/api/v1/ticket/${encodeURIComponent(id)}/reply`;
+
+/**
+ * What a request was for; stored in `api_requests.kind`. `detail` answers a change a list showed; `backfill` fetches a
+ * never-fetched ticket; `revalidate` re-reads a detail for changes lists cannot show; `lookup` serves a command.
+ */
+export type RequestKind = `list_${ListName}` | 'detail' | 'backfill' | 'revalidate' | 'lookup' | 'reply';
+
+/** Background work, paced so that live work keeps its share of the budget. */
+export const BACKGROUND_KINDS: ReadonlySet<RequestKind> = new Set(['backfill', 'revalidate']);

@@ -1,0 +1,126 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { AuthError, ConfigError, coerceError, NotFoundError } from '../errors.ts';
+import { commandContext, withDatabase } from './context.ts';
+import { EXIT, ExitError } from './exit.ts';
+
+/**
+ * `ticket-mirror`: the command line of the public contract. Exit codes: 0 ok; 2 configuration or authentication
+ * problems (one clear line, no stack trace); 1 anything else.
+ */
+
+function portNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
+  return n;
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('must be a whole number');
+  return n;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('ticket-mirror')
+    .description('Mirror the Support Ticket API into PostgreSQL, within its request quota, for plain-SQL reporting.')
+    .showHelpAfterError('(run `ticket-mirror --help` for the commands)');
+
+  program
+    .command('migrate')
+    .description('apply database migrations (a no-op when the schema is current)')
+    .action(async () => {
+      const { config, logger } = commandContext();
+      await withDatabase(config, async (database) => {
+        await database.migrate();
+        logger.info({ backend: database.kind, schema: database.schema }, 'database schema is current');
+      });
+    });
+
+  program
+    .command('run')
+    .description('migrate, then keep the mirror in sync on a schedule until SIGTERM/SIGINT')
+    .action(async () => {
+      const { runCommand } = await import('./commands/run.ts');
+      await runCommand(commandContext());
+    });
+
+  program
+    .command('sync')
+    .description('one pass: poll the lists it needs, diff, fetch changed details within the budget, send pending replies')
+    .action(async () => {
+      const { syncCommand } = await import('./commands/sync.ts');
+      await syncCommand(commandContext());
+    });
+
+  program
+    .command('rebuild')
+    .description('re-derive tickets, messages and attachments from the stored raw payloads, without any request')
+    .action(async () => {
+      const { rebuildCommand } = await import('./commands/rebuild.ts');
+      await rebuildCommand(commandContext());
+    });
+
+  program
+    .command('reply')
+    .description('post a reply to a ticket now, record it, and print the new message id (message "-" reads stdin)')
+    .argument('<ticket-id>', 'the ticket to answer')
+    .argument('<message>', 'the reply text, at least 3 characters; "-" reads it from standard input')
+    .action(async (ticketId: string, message: string) => {
+      const { replyCommand } = await import('./commands/reply.ts');
+      await replyCommand(commandContext(), ticketId, message);
+    });
+
+  program
+    .command('status')
+    .description('budget used in the last 24 h and minute, last sync, counts, backfill progress and ETA, freshness')
+    .option('--json', 'print JSON instead of text')
+    .action(async (options: { json?: boolean }) => {
+      const { statusCommand } = await import('./commands/status.ts');
+      await statusCommand(commandContext(), options);
+    });
+
+  program
+    .command('simulator')
+    .description('serve the built-in fake Support Ticket API, for demos and tests')
+    .option('--port <n>', 'port of the API', portNumber, 8080)
+    .option('--seed <s>', 'seed of the generated data', integer, 1)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .action(async (options: { port: number; seed: number; host: string }) => {
+      const { runSimulatorCommand } = await import('../simulator/cli.ts');
+      await runSimulatorCommand(options);
+    });
+
+  program
+    .command('demo')
+    .description('simulator + daemon + embedded database in one process, printing where to look')
+    .action(async () => {
+      const { demoCommand } = await import('./commands/demo.ts');
+      await demoCommand(commandContext());
+    });
+
+  return program;
+}
+
+/** Maps a failure to its exit code and one line on stderr. */
+export function reportFailure(error: unknown): number {
+  const e = coerceError(error);
+  if (e instanceof ExitError) {
+    if (e.message) process.stderr.write(`ticket-mirror: ${e.message}\n`);
+    return e.code;
+  }
+  if (e instanceof ConfigError) {
+    for (const problem of e.problems) process.stderr.write(`ticket-mirror: ${problem}\n`);
+    return EXIT.usage;
+  }
+  if (e instanceof AuthError) {
+    process.stderr.write(`ticket-mirror: ${e.message}\n`);
+    return EXIT.usage;
+  }
+  if (e instanceof NotFoundError) {
+    process.stderr.write(`ticket-mirror: ${e.message}\n`);
+    return EXIT.failure;
+  }
+  process.stderr.write(`ticket-mirror: ${e.message}\n`);
+  if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') process.stderr.write(`${e.stack}\n`);
+  return EXIT.failure;
+}

@@ -1,0 +1,45 @@
+import type { Clock } from '../clock.ts';
+import { requireApi, type Config } from '../config/loadConfig.ts';
+import type { Database } from '../db/connect.ts';
+import type { Logger } from '../logger.ts';
+import { SyncEngine } from '../sync/engine.ts';
+import type { PassSummary } from '../sync/events.ts';
+
+/** The composition root of the sync core: one engine from the configuration. */
+export function createEngine(config: Config, database: Database, logger: Logger, clock: Clock, signal?: AbortSignal): SyncEngine {
+  const api = requireApi(config);
+  const engine = new SyncEngine({
+    db: database.db,
+    apiUrl: api.apiUrl,
+    apiToken: api.apiToken,
+    clock,
+    limits: { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve },
+    logger,
+    ...(signal ? { signal } : {}),
+  });
+  logPasses(engine, logger);
+  return engine;
+}
+
+/** One log line per pass that did anything: what it did and what it spent. */
+export function logPasses(engine: SyncEngine, logger: Logger): void {
+  engine.events.on('pass:finished', (s: PassSummary) => {
+    if (s.requests === 0 && s.errors.length === 0) return;
+    const budget = engine.gate.snapshot(s.finishedAt);
+    const line = {
+      requests: s.requests,
+      polls: s.polls,
+      details: s.detailsFetched,
+      changed: s.ticketsChanged,
+      deleted: s.deleted,
+      missing: s.missing,
+      budgetLeft24h: budget.dailyLeft,
+      ...(s.errors.length ? { errors: s.errors.slice(0, 5) } : {}),
+    };
+    if (s.stoppedBy) logger.warn({ ...line, stoppedBy: s.stoppedBy }, 'sync pass ended early');
+    else logger.info(line, 'sync pass');
+  });
+  engine.events.on('budget:low', ({ dailyLeft, dailyAllowed }) =>
+    logger.warn({ dailyLeft, dailyAllowed }, 'request budget low: background work paused until the window frees up'),
+  );
+}

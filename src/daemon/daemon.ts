@@ -1,0 +1,109 @@
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Clock } from '../clock.ts';
+import { AuthError, coerceError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { SyncEngine } from '../sync/engine.ts';
+import type { PassSummary } from '../sync/events.ts';
+import { describePlan } from './describePlan.ts';
+
+/**
+ * The daemon's lifecycle. node-cron ticks every 15 s; each tick runs one pass unless one is running or the daemon
+ * is backing off. Most ticks request nothing: the planner decides when a list is due.
+ *
+ * Back-off: after a pass that ended on server trouble, the next waits 1 min, doubling to 30 min; after a rejected
+ * token, 15 min doubling to 2 h (one request per try). start() and stop() are idempotent; stop() lets the running
+ * pass finish (or aborts it after `graceMs`).
+ */
+
+export interface DaemonOptions {
+  engine: SyncEngine;
+  clock: Clock;
+  logger: Logger;
+  /** Cron expression of the tick. @default every 15 seconds */
+  schedule?: string;
+  /** Extra work each tick, after the pass (the reply outbox). */
+  afterPass?: () => Promise<void>;
+}
+
+export type DaemonHealth = { state: 'starting' | 'ok' | 'failing' | 'auth_failed' | 'stopped'; reason: string | null; lastPass: PassSummary | null };
+
+export class Daemon {
+  readonly #o: DaemonOptions;
+  #task: ScheduledTask | undefined;
+  #running: Promise<void> | null = null;
+  #stopping: Promise<void> | null = null;
+  #failures = 0;
+  #notBefore = 0;
+  #health: DaemonHealth = { state: 'starting', reason: null, lastPass: null };
+
+  constructor(options: DaemonOptions) {
+    this.#o = options;
+  }
+
+  get health(): DaemonHealth {
+    return this.#health;
+  }
+
+  async start(): Promise<void> {
+    if (this.#task) return;
+    const plan = await this.#o.engine.plan();
+    this.#o.logger.info({ plan: plan.daily }, describePlan(plan));
+    this.#task = cron.schedule(this.#o.schedule ?? '*/15 * * * * *', () => this.tick(), { noOverlap: true, name: 'ticket-mirror-sync' });
+    void this.tick();
+  }
+
+  /** One tick: a pass unless one is running or the daemon is backing off. Resolves when the pass is done. */
+  tick(): Promise<void> {
+    if (this.#running || this.#stopping || this.#o.clock.now() < this.#notBefore) return this.#running ?? Promise.resolve();
+    this.#running = this.#pass().finally(() => {
+      this.#running = null;
+    });
+    return this.#running;
+  }
+
+  async #pass(): Promise<void> {
+    const now = this.#o.clock.now();
+    try {
+      const summary = await this.#o.engine.pass();
+      if (summary.stoppedBy === 'TransientError') this.#backOff(now, 60_000, 30 * 60_000, summary.errors[0] ?? 'server error');
+      else {
+        this.#failures = 0;
+        this.#health = { state: 'ok', reason: null, lastPass: summary };
+      }
+      if (summary.stoppedBy === 'RateLimitedError') this.#notBefore = this.#o.engine.gate.snapshot().nextSlotAt;
+    } catch (error) {
+      const e = coerceError(error);
+      if (e instanceof AuthError) {
+        this.#backOff(now, 15 * 60_000, 2 * 3_600_000, e.message);
+        this.#health = { ...this.#health, state: 'auth_failed', reason: e.message };
+        this.#o.logger.error({ err: e.message }, 'the API rejected the token; retrying later');
+      } else {
+        this.#backOff(now, 60_000, 30 * 60_000, e.message);
+        this.#o.logger.error({ err: e.message, stack: e.stack }, 'sync pass failed');
+      }
+    }
+    try {
+      await this.#o.afterPass?.();
+    } catch (error) {
+      this.#o.logger.error({ err: coerceError(error).message }, 'after-pass work failed');
+    }
+  }
+
+  #backOff(now: number, first: number, max: number, reason: string): void {
+    this.#failures++;
+    const wait = Math.min(max, first * 2 ** (this.#failures - 1));
+    this.#notBefore = now + wait;
+    this.#health = { state: 'failing', reason, lastPass: this.#health.lastPass };
+    this.#o.logger.warn({ retryInSeconds: Math.round(wait / 1000), reason }, 'backing off');
+  }
+
+  /** Stops ticking and waits for the running pass. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await this.#task?.stop();
+      await this.#running;
+      this.#health = { ...this.#health, state: 'stopped' };
+    })();
+    return this.#stopping;
+  }
+}

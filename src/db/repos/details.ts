@@ -1,0 +1,161 @@
+import { sameState, trackedOf, type TrackedState } from '../../sync/differ.ts';
+import type { MappedDetail } from '../../sync/mapping.ts';
+import { queryRows, sql, type Tx } from '../connect.ts';
+import { recordStateChanges } from './history.ts';
+import { MIRROR_COLUMNS, toMirrorTicket, type MirrorRecord } from './rows.ts';
+
+export interface DetailWriteResult {
+  /** The stored payload differed from the new one (or there was none). */
+  changed: boolean;
+}
+
+/**
+ * Writes one ticket detail, all or nothing (call inside a transaction): the ticket, its messages and attachments
+ * upserted; messages and attachments no longer in the detail get `removed_at` (nothing is deleted); a history row when
+ * status, priority or assignment moved. `requestedAt` is when the request left: a list change seen after it keeps the
+ * detail due.
+ */
+export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requestedAt: string): Promise<DetailWriteResult> {
+  const t = d.ticket;
+  const [old] = await queryRows<MirrorRecord & { same_raw: boolean | null }>(
+    tx,
+    sql`select ${sql.raw(MIRROR_COLUMNS)}, raw = ${JSON.stringify(d.raw)}::jsonb as same_raw from tickets where id = ${t.id} for update`,
+  );
+  await tx.execute(sql`
+    insert into tickets as t (id, name, email, status, priority, has_unread_messages, replied_to_customer, closed_at,
+      last_contact_at, created_at, updated_at, assigned_to, widget_id, widget_name, ai_summary, raw,
+      first_seen_at, last_seen_at, detail_synced_at, state_seen_at)
+    values (${t.id}, ${t.name}, ${t.email}, ${t.status}, ${t.priority}, ${t.hasUnreadMessages}, ${t.repliedToCustomer},
+      ${t.closedAt}::timestamptz, ${t.lastContactAt}::timestamptz, ${t.createdAt}::timestamptz, ${t.updatedAt}::timestamptz,
+      ${json(t.assignedTo)}::jsonb, ${t.widgetId}, ${t.widgetName}, ${t.aiSummary}, ${JSON.stringify(d.raw)}::jsonb,
+      ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz)
+    on conflict (id) do update set
+      name = excluded.name, email = excluded.email, status = excluded.status, priority = excluded.priority,
+      has_unread_messages = excluded.has_unread_messages, replied_to_customer = excluded.replied_to_customer,
+      closed_at = excluded.closed_at, last_contact_at = excluded.last_contact_at, created_at = excluded.created_at,
+      updated_at = excluded.updated_at, assigned_to = excluded.assigned_to, widget_id = excluded.widget_id,
+      widget_name = excluded.widget_name, ai_summary = excluded.ai_summary, raw = excluded.raw,
+      detail_synced_at = excluded.detail_synced_at, deleted_at = null,
+      detail_due_since = case when t.detail_due_since <= ${requestedAt}::timestamptz then null else t.detail_due_since end,
+      detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
+
+  await writeMessages(tx, d, at);
+  await writeAttachments(tx, d, at);
+
+  const before = old ? toMirrorTicket(old) : null;
+  const state: TrackedState = {
+    ...(before ? trackedOf(before) : { inOpen: false, inSelf: false, inUnassigned: false, inResolved: false, assignedTo: null, priority: null, status: null }),
+    status: t.status,
+    priority: t.priority,
+    assignedTo: t.assignedTo ?? null,
+  };
+  if (!before || !sameState(state, before)) {
+    await recordStateChanges(tx, [{ ticketId: t.id, state, changedAfter: before?.stateSeenAt ?? null }], at);
+  }
+  return { changed: !old || old.same_raw !== true };
+}
+
+async function writeMessages(tx: Tx, d: MappedDetail, at: string): Promise<void> {
+  const rows = JSON.stringify(
+    d.messages.map((m) => ({
+      id: m.id,
+      ticket_id: m.ticketId,
+      message_type: m.messageType,
+      ticket_status: m.ticketStatus,
+      message: m.message,
+      outbound_sent: m.outboundSent,
+      outbound_delivered_at: m.outboundDeliveredAt,
+      outbound_bounced: m.outboundBounced,
+      outbound_spam_complaint: m.outboundSpamComplaint,
+      outbound_error: m.outboundError,
+      created_at: m.createdAt,
+      author: m.author,
+    })),
+  );
+  if (d.messages.length > 0) {
+    await tx.execute(sql`
+      insert into messages (id, ticket_id, message_type, ticket_status, message, outbound_sent, outbound_delivered_at,
+        outbound_bounced, outbound_spam_complaint, outbound_error, created_at, author, removed_at)
+      select r.id, r.ticket_id, r.message_type, r.ticket_status, r.message, r.outbound_sent, r.outbound_delivered_at,
+        r.outbound_bounced, r.outbound_spam_complaint, r.outbound_error, r.created_at, r.author, null
+      from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_type text, ticket_status text,
+        message text, outbound_sent boolean, outbound_delivered_at timestamptz, outbound_bounced boolean,
+        outbound_spam_complaint boolean, outbound_error text, created_at timestamptz, author jsonb)
+      on conflict (id) do update set
+        ticket_id = excluded.ticket_id, message_type = excluded.message_type, ticket_status = excluded.ticket_status,
+        message = excluded.message, outbound_sent = excluded.outbound_sent,
+        outbound_delivered_at = excluded.outbound_delivered_at, outbound_bounced = excluded.outbound_bounced,
+        outbound_spam_complaint = excluded.outbound_spam_complaint, outbound_error = excluded.outbound_error,
+        created_at = excluded.created_at, author = excluded.author, removed_at = null`);
+  }
+  await tx.execute(sql`
+    update messages set removed_at = ${at}::timestamptz
+    where ticket_id = ${d.ticket.id} and removed_at is null
+      and id not in (select jsonb_array_elements_text(${JSON.stringify(d.messages.map((m) => m.id))}::jsonb))`);
+}
+
+async function writeAttachments(tx: Tx, d: MappedDetail, at: string): Promise<void> {
+  const messageIds = new Set(d.messages.map((m) => m.id));
+  const rows = JSON.stringify(
+    d.attachments.map((a) => ({
+      id: a.id,
+      ticket_id: a.ticketId,
+      // A message id not in this detail would break the foreign key: the attachment then belongs to the ticket.
+      message_id: a.messageId !== null && messageIds.has(a.messageId) ? a.messageId : null,
+      name: a.name,
+      mime_type: a.mimeType,
+      size: a.size,
+    })),
+  );
+  if (d.attachments.length > 0) {
+    await tx.execute(sql`
+      insert into attachments (id, ticket_id, message_id, name, mime_type, size, removed_at)
+      select r.id, r.ticket_id, r.message_id, r.name, r.mime_type, r.size, null
+      from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_id text, name text, mime_type text, size bigint)
+      on conflict (id) do update set
+        ticket_id = excluded.ticket_id, message_id = excluded.message_id, name = excluded.name,
+        mime_type = excluded.mime_type, size = excluded.size, removed_at = null`);
+  }
+  await tx.execute(sql`
+    update attachments set removed_at = ${at}::timestamptz
+    where ticket_id = ${d.ticket.id} and removed_at is null
+      and id not in (select jsonb_array_elements_text(${JSON.stringify(d.attachments.map((a) => a.id))}::jsonb))`);
+}
+
+/**
+ * Re-derives one ticket's rows from its stored payload, for `rebuild`: the detail columns, messages and attachments,
+ * as of the time the payload was fetched. Bookkeeping and history are left as they are.
+ */
+export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string): Promise<void> {
+  const t = d.ticket;
+  await tx.execute(sql`
+    update tickets set name = ${t.name}, email = ${t.email}, status = ${t.status}, priority = ${t.priority},
+      has_unread_messages = ${t.hasUnreadMessages}, replied_to_customer = ${t.repliedToCustomer},
+      closed_at = ${t.closedAt}::timestamptz, last_contact_at = ${t.lastContactAt}::timestamptz,
+      created_at = ${t.createdAt}::timestamptz, updated_at = ${t.updatedAt}::timestamptz,
+      assigned_to = ${json(t.assignedTo)}::jsonb, widget_id = ${t.widgetId}, widget_name = ${t.widgetName},
+      ai_summary = ${t.aiSummary}
+    where id = ${t.id}`);
+  await writeMessages(tx, d, syncedAt);
+  await writeAttachments(tx, d, syncedAt);
+}
+
+/** The API answered 404: the ticket is gone there. It stays in the mirror, marked. */
+export async function markDeleted(tx: Tx, id: string, at: string, requestedAt: string): Promise<void> {
+  await tx.execute(sql`
+    update tickets set deleted_at = coalesce(deleted_at, ${at}::timestamptz), detail_failures = 0, detail_retry_after = null,
+      detail_due_since = case when detail_due_since <= ${requestedAt}::timestamptz then null else detail_due_since end
+    where id = ${id}`);
+}
+
+/** A detail that could not be fetched or stored: back off this ticket (1 min, doubling, at most 6 h). */
+export async function recordDetailFailure(tx: Tx, id: string, at: string): Promise<void> {
+  await tx.execute(sql`
+    update tickets set detail_failures = detail_failures + 1,
+      detail_retry_after = ${at}::timestamptz + least(interval '6 hours', interval '1 minute' * power(2, least(detail_failures, 12)))
+    where id = ${id}`);
+}
+
+function json(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}

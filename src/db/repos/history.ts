@@ -1,0 +1,57 @@
+import { queryRows, sql, type Tx } from '../connect.ts';
+import type { TrackedState } from '../../sync/differ.ts';
+
+export interface StateChange {
+  ticketId: string;
+  state: TrackedState;
+  /** The last time the previous state was still observed; null for a ticket's first row. */
+  changedAfter: string | null;
+}
+
+/**
+ * Appends one `ticket_history` row per change and closes each ticket's previous row, in two statements for any number
+ * of tickets. The change happened in (changed_after, valid_from].
+ */
+export async function recordStateChanges(tx: Tx, changes: readonly StateChange[], at: string): Promise<void> {
+  if (changes.length === 0) return;
+  const ids = JSON.stringify(changes.map((c) => c.ticketId));
+  await tx.execute(sql`
+    update ticket_history set valid_to = ${at}::timestamptz
+    where valid_to is null and ticket_id in (select jsonb_array_elements_text(${ids}::jsonb))`);
+  const rows = JSON.stringify(
+    changes.map((c) => ({
+      ticket_id: c.ticketId,
+      status: c.state.status,
+      priority: c.state.priority,
+      assigned_to: c.state.assignedTo ?? null,
+      in_open: c.state.inOpen,
+      in_self: c.state.inSelf,
+      in_unassigned: c.state.inUnassigned,
+      in_resolved: c.state.inResolved,
+      changed_after: c.changedAfter,
+    })),
+  );
+  await tx.execute(sql`
+    insert into ticket_history (ticket_id, status, priority, assigned_to, in_open, in_self, in_unassigned, in_resolved, valid_from, changed_after)
+    select r.ticket_id, r.status, r.priority, r.assigned_to, r.in_open, r.in_self, r.in_unassigned, r.in_resolved, ${at}::timestamptz, r.changed_after
+    from jsonb_to_recordset(${rows}::jsonb) as r(ticket_id text, status text, priority text, assigned_to jsonb,
+      in_open boolean, in_self boolean, in_unassigned boolean, in_resolved boolean, changed_after timestamptz)`);
+}
+
+export interface HistoryRow {
+  ticket_id: string;
+  status: string | null;
+  priority: string | null;
+  assigned_to: unknown;
+  in_open: boolean;
+  in_self: boolean;
+  in_unassigned: boolean;
+  in_resolved: boolean;
+  valid_from: string;
+  valid_to: string | null;
+  changed_after: string | null;
+}
+
+export function historyOf(tx: Tx, ticketId: string): Promise<HistoryRow[]> {
+  return queryRows<HistoryRow>(tx, sql`select * from ticket_history where ticket_id = ${ticketId} order by valid_from, id`);
+}

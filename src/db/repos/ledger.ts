@@ -1,0 +1,21 @@
+import type { LedgerEntry } from '../../api/client.ts';
+import type { LedgerSample } from '../../sync/budget.ts';
+import { isoMicros } from '../../time.ts';
+import { queryRows, sql, type Tx } from '../connect.ts';
+
+/** One row per request sent, failures included: the budget is computed from these rows. */
+export async function insertRequest(tx: Tx, e: LedgerEntry): Promise<void> {
+  await tx.execute(sql`
+    insert into api_requests (at, method, path, status, duration_ms, kind, ratelimit_remaining)
+    values (${isoMicros(e.at)}::timestamptz, ${e.method}, ${e.path}, ${e.status}, ${e.durationMs}, ${e.kind}, ${e.ratelimitRemaining})`);
+}
+
+/** The ledger's samples since `since` (epoch ms), oldest first. */
+export async function loadSamples(tx: Tx, since: number, minuteLimit: number): Promise<LedgerSample[]> {
+  const rows = await queryRows<{ at_ms: string | number; remaining: number | null }>(
+    tx,
+    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining
+        from api_requests where at > ${isoMicros(since)}::timestamptz order by at, id`,
+  );
+  return rows.map((r) => ({ at: Number(r.at_ms), remaining: r.remaining, limit: r.remaining === null ? null : minuteLimit }));
+}

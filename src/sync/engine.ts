@@ -1,0 +1,287 @@
+import { ApiClient, type LedgerEntry } from '../api/client.ts';
+import { LIST_NAMES, type ListName, type RequestKind } from '../api/endpoints.ts';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/connect.ts';
+import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
+import { insertRequest, loadSamples } from '../db/repos/ledger.ts';
+import { applyListDiff, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
+import { insertRun } from '../db/repos/runs.ts';
+import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, requestCounts } from '../db/repos/work.ts';
+import {
+  AuthError,
+  coerceError,
+  InvalidResponseError,
+  NotFoundError,
+  RateLimitedError,
+  RequestRejectedError,
+  TransientError,
+} from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { isoMicros } from '../time.ts';
+import { DAY_MS, type BudgetLimits } from './budget.ts';
+import { diffList } from './differ.ts';
+import { SyncEvents, type PassSummary } from './events.ts';
+import { BudgetGate } from './gate.ts';
+import { mapDetail, parseListItems, Problems, UnstorableError } from './mapping.ts';
+import { planPass, type Plan } from './planner.ts';
+
+/**
+ * One sync pass: plan, poll the lists the plan names, diff and write each, fetch the details it allows, record the
+ * pass. Every decision reads the injected clock once and passes `now` down, so the same engine runs in real time
+ * (`run`, `sync`) and in virtual time (the tests and the benchmark).
+ *
+ * Failure rules: an auth failure ends the pass and is thrown (nothing else can succeed); a 429 or a spent budget ends
+ * the pass quietly; a server error that outlived its retries ends the pass (no storm); a list that answers garbage
+ * changes nothing; a detail that cannot be stored is reported, backed off, and the pass goes on.
+ */
+
+export interface EngineOptions {
+  db: Db;
+  apiUrl: string;
+  apiToken: string;
+  clock: Clock;
+  limits: BudgetLimits;
+  logger: Logger;
+  /** Enforce the minute limit with real timers (off in virtual time). @default true */
+  realTime?: boolean;
+  /** Passed to the API client (virtual-time runs advance their clock instead of sleeping). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  signal?: AbortSignal;
+  /** Requests in flight at once. @default 2 */
+  concurrency?: number;
+}
+
+export class SyncEngine {
+  readonly events = new SyncEvents();
+  readonly #o: EngineOptions;
+  #gate: BudgetGate | undefined;
+  #client: ApiClient | undefined;
+  #pendingLedger: Promise<void> = Promise.resolve();
+  #requestsThisPass = 0;
+
+  constructor(options: EngineOptions) {
+    this.#o = options;
+  }
+
+  /** Loads the ledger of the last 24 h: the budget survives restarts. */
+  async init(): Promise<void> {
+    if (this.#gate) return;
+    const { db, clock, limits } = this.#o;
+    const samples = await loadSamples(db, clock.now() - DAY_MS, limits.minute);
+    this.#gate = new BudgetGate({ limits, clock, samples, realTimeInterval: this.#o.realTime !== false, concurrency: this.#o.concurrency });
+    this.#client = new ApiClient({
+      baseUrl: this.#o.apiUrl,
+      token: this.#o.apiToken,
+      clock,
+      gate: this.#gate,
+      record: (entry) => this.#record(entry),
+      ...(this.#o.sleep ? { sleep: this.#o.sleep } : {}),
+      ...(this.#o.signal ? { signal: this.#o.signal } : {}),
+    });
+  }
+
+  get gate(): BudgetGate {
+    if (!this.#gate) throw new Error('SyncEngine.init() first');
+    return this.#gate;
+  }
+
+  get client(): ApiClient {
+    if (!this.#client) throw new Error('SyncEngine.init() first');
+    return this.#client;
+  }
+
+  /** The plan a pass would follow now. */
+  async plan(now = this.#o.clock.now()): Promise<Plan> {
+    await this.init();
+    const { db } = this.#o;
+    const [lists, counts, ledger] = await Promise.all([listStates(db, now), countWork(db, now), requestCounts(db, now)]);
+    return planPass({
+      now,
+      budget: this.gate.snapshot(now),
+      lists,
+      dueCount: counts.due,
+      backfillCount: counts.backfill,
+      ...ledger,
+    });
+  }
+
+  /** One pass. Throws AuthError; every other failure is in the summary. */
+  async pass(): Promise<PassSummary> {
+    await this.init();
+    const startedAt = this.#o.clock.now();
+    const plan = await this.plan(startedAt);
+    this.events.safeEmit('pass:started', { at: startedAt, plan });
+    this.#requestsThisPass = 0;
+    const summary: PassSummary = {
+      startedAt,
+      finishedAt: startedAt,
+      requests: 0,
+      polls: [],
+      ticketsChanged: 0,
+      detailsFetched: 0,
+      deleted: 0,
+      missing: 0,
+      errors: [],
+      stoppedBy: null,
+    };
+    try {
+      await this.#runPlan(plan, summary);
+    } catch (error) {
+      const e = coerceError(error);
+      summary.errors.push(e.message);
+      summary.stoppedBy = e.name;
+      if (e instanceof AuthError) {
+        await this.#finish(summary);
+        throw e;
+      }
+      if (!(e instanceof RateLimitedError || e instanceof TransientError)) {
+        await this.#finish(summary);
+        throw e;
+      }
+    }
+    await this.#finish(summary);
+    return summary;
+  }
+
+  async #runPlan(plan: Plan, summary: PassSummary): Promise<void> {
+    const polled = new Set<ListName>();
+    for (const list of plan.polls) {
+      if (await this.#poll(list, summary)) polled.add(list);
+    }
+    if (plan.sweep && LIST_NAMES.every((l) => polled.has(l))) {
+      const at = isoMicros(this.#o.clock.now());
+      summary.missing = await markMissingAfterSweep(this.#o.db, at);
+    }
+    const now = this.#o.clock.now();
+    // Picked after the polls, so the details they just made due are fetched in this very pass.
+    const counts = plan.polls.length > 0 ? await countWork(this.#o.db, now) : null;
+    const dueLimit = counts ? Math.min(counts.due, plan.due + plan.backfill + plan.revalidate) : plan.due;
+    const due = await pickDue(this.#o.db, now, dueLimit);
+    const rest = plan.due + plan.backfill + plan.revalidate - due.length;
+    const backfill = await pickBackfill(this.#o.db, now, Math.min(plan.backfill, rest));
+    const revalidate = await pickRevalidate(this.#o.db, now, Math.min(plan.revalidate, rest - backfill.length));
+    const jobs: Array<[string, RequestKind]> = [
+      ...due.map((id): [string, RequestKind] => [id, 'detail']),
+      ...backfill.map((id): [string, RequestKind] => [id, 'backfill']),
+      ...revalidate.map((id): [string, RequestKind] => [id, 'revalidate']),
+    ];
+    // Workers take jobs in order and stop taking new ones after a failure that ends the pass.
+    let stop: Error | null = null;
+    let next = 0;
+    const worker = async () => {
+      while (!stop && next < jobs.length) {
+        const [id, kind] = jobs[next++]!;
+        try {
+          await this.#fetchDetail(id, kind, summary);
+        } catch (error) {
+          stop ??= coerceError(error);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(jobs.length, this.#o.concurrency ?? 2) }, worker));
+    if (stop) throw stop;
+  }
+
+  /** Polls one list and writes its diff; false when the list could not be used (nothing was changed). */
+  async #poll(list: ListName, summary: PassSummary): Promise<boolean> {
+    let response;
+    try {
+      response = await this.client.list(list);
+    } catch (error) {
+      if (error instanceof InvalidResponseError) {
+        this.#listFailed(list, error, summary);
+        return false;
+      }
+      throw error;
+    }
+    const problems = new Problems();
+    let items;
+    try {
+      items = parseListItems(response.body, list, problems);
+    } catch (error) {
+      if (error instanceof UnstorableError) {
+        this.#listFailed(list, error, summary);
+        return false;
+      }
+      throw error;
+    }
+    if (problems.lines.length > 0) this.#o.logger.warn({ list, problems: problems.lines }, 'odd values in a list response');
+    const at = isoMicros(response.at);
+    const diff = await this.#o.db.transaction(async (tx) => {
+      const lists = await listStates(tx, response.at);
+      const mirror = await loadMirrorForList(tx, list, items.map((i) => i.id));
+      const d = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
+      await applyListDiff(tx, d);
+      return d;
+    });
+    summary.polls.push(list);
+    summary.ticketsChanged += diff.writes.length;
+    this.events.safeEmit('list:polled', { list, at: response.at, items: items.length, changes: diff.changes });
+    return true;
+  }
+
+  #listFailed(list: ListName, error: Error, summary: PassSummary): void {
+    summary.errors.push(`${list} list: ${error.message}`);
+    this.#o.logger.warn({ list, err: error.message }, 'list response unusable; nothing changed');
+    this.events.safeEmit('list:failed', { list, error });
+  }
+
+  async #fetchDetail(id: string, kind: RequestKind, summary: PassSummary): Promise<void> {
+    const requestedAt = isoMicros(this.#o.clock.now());
+    const { db } = this.#o;
+    try {
+      const response = await this.client.detail(id);
+      const mapped = mapDetail(response.body, id);
+      if (mapped.problems.length > 0) this.#o.logger.warn({ ticket: id, problems: mapped.problems }, 'odd values in a ticket detail');
+      const result = await db.transaction((tx) => writeDetail(tx, mapped, isoMicros(response.at), requestedAt));
+      summary.detailsFetched++;
+      if (result.changed) summary.ticketsChanged++;
+      this.events.safeEmit('detail:fetched', { id, changed: result.changed, kind });
+    } catch (error) {
+      const e = coerceError(error);
+      if (e instanceof NotFoundError) {
+        await markDeleted(db, id, isoMicros(this.#o.clock.now()), requestedAt);
+        summary.deleted++;
+        this.events.safeEmit('detail:deleted', { id });
+        return;
+      }
+      if (e instanceof UnstorableError || e instanceof InvalidResponseError || e instanceof RequestRejectedError) {
+        await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
+        summary.errors.push(`ticket ${id}: ${e.message}`);
+        this.#o.logger.warn({ ticket: id, err: e.message }, 'ticket detail not stored; will retry later');
+        this.events.safeEmit('detail:failed', { id, error: e });
+        return;
+      }
+      throw e;
+    }
+  }
+
+  #record(entry: LedgerEntry): Promise<void> {
+    this.#requestsThisPass++;
+    this.gate.note(entry);
+    // Ledger rows are written in order; a failed write is logged, never allowed to break the request's caller.
+    this.#pendingLedger = this.#pendingLedger
+      .then(() => insertRequest(this.#o.db, entry))
+      .catch((error: unknown) => this.#o.logger.error({ err: coerceError(error).message }, 'could not record a request in api_requests'));
+    return this.#pendingLedger;
+  }
+
+  async #finish(summary: PassSummary): Promise<void> {
+    await this.#pendingLedger;
+    summary.requests = this.#requestsThisPass;
+    summary.finishedAt = this.#o.clock.now();
+    if (summary.requests > 0 || summary.errors.length > 0) {
+      await insertRun(this.#o.db, isoMicros(summary.startedAt), isoMicros(summary.finishedAt), {
+        requests: summary.requests,
+        ticketsChanged: summary.ticketsChanged,
+        detailsFetched: summary.detailsFetched,
+        error: summary.errors.length > 0 ? summary.errors.join('; ').slice(0, 4000) : null,
+      });
+    }
+    const budget = this.gate.snapshot(summary.finishedAt);
+    if (budget.dailyLeft < budget.dailyAllowed * 0.1) {
+      this.events.safeEmit('budget:low', { dailyLeft: budget.dailyLeft, dailyAllowed: budget.dailyAllowed });
+    }
+    this.events.safeEmit('pass:finished', summary);
+  }
+}

@@ -1,0 +1,121 @@
+import PQueue from 'p-queue';
+import type { LedgerEntry, RequestGate } from '../api/client.ts';
+import type { RequestKind } from '../api/endpoints.ts';
+import type { Clock } from '../clock.ts';
+import { RateLimitedError } from '../errors.ts';
+import { allowedPerMinute, budgetAt, DAY_MS, type BudgetLimits, type BudgetSnapshot, type LedgerSample } from './budget.ts';
+
+/**
+ * Where every request waits for its turn. The p-queue enforces the per-minute limit in real time (strict sliding
+ * window) and orders work by priority — replies, then list polls, then details the lists asked for, then background
+ * work; the budget refuses a request that would break the rolling-24 h allowance (or the minute allowance as the
+ * ledger and the server's headers see it, which also holds across restarts, where the queue's memory does not).
+ *
+ * The in-memory samples mirror the ledger table: loaded once at start, appended on every request.
+ */
+
+export const PRIORITY: Record<RequestKind, number> = {
+  reply: 40,
+  list_open: 30,
+  list_self: 30,
+  list_unassigned: 30,
+  list_resolved: 30,
+  lookup: 35,
+  detail: 20,
+  backfill: 10,
+  revalidate: 10,
+};
+
+export interface GateOptions {
+  limits: BudgetLimits;
+  clock: Clock;
+  /** Ledger samples of the last 24 h, oldest first. */
+  samples: LedgerSample[];
+  /** Enforce the minute limit with real timers too. Off in virtual time, where the budget alone enforces it. @default true */
+  realTimeInterval?: boolean;
+  /** Requests in flight at once. @default 2 */
+  concurrency?: number;
+}
+
+export class BudgetGate implements RequestGate {
+  readonly #limits: BudgetLimits;
+  readonly #clock: Clock;
+  readonly #samples: LedgerSample[];
+  readonly #queue: PQueue;
+  /** Requests admitted whose ledger entry has not arrived yet: they count already. */
+  #inFlight: number[] = [];
+  /** Server-side back-off after a 429: no request before this instant. */
+  #blockedUntil = 0;
+
+  constructor(options: GateOptions) {
+    this.#limits = options.limits;
+    this.#clock = options.clock;
+    this.#samples = options.samples;
+    const perMinute = allowedPerMinute(options.limits);
+    this.#queue = new PQueue({
+      concurrency: options.concurrency ?? 2,
+      ...(options.realTimeInterval === false ? {} : { intervalCap: perMinute, interval: 60_000, strict: true }),
+    });
+  }
+
+  /** The budget now, counting requests in flight. */
+  snapshot(now = this.#clock.now()): BudgetSnapshot {
+    const inFlight: LedgerSample[] = this.#inFlight.map((at) => ({ at, remaining: null, limit: null }));
+    const samples = inFlight.length ? [...this.#samples, ...inFlight].sort((a, b) => a.at - b.at) : this.#samples;
+    const snap = budgetAt(this.#limits, samples, now);
+    if (this.#blockedUntil > now) return { ...snap, minuteLeft: 0, nextSlotAt: Math.max(snap.nextSlotAt, this.#blockedUntil) };
+    return snap;
+  }
+
+  /** Requests waiting in the queue. */
+  get waiting(): number {
+    return this.#queue.size;
+  }
+
+  run<T>(kind: RequestKind, send: () => Promise<T>): Promise<T> {
+    return this.#queue.add(
+      async () => {
+        const now = this.#clock.now();
+        const budget = this.snapshot(now);
+        if (budget.dailyLeft <= 0 || budget.minuteLeft <= 0) {
+          throw new RateLimitedError(
+            budget.dailyLeft <= 0 ? 'the daily request budget is spent' : 'the per-minute request budget is spent',
+            budget.nextSlotAt,
+          );
+        }
+        this.#inFlight.push(now);
+        try {
+          return await send();
+        } catch (error) {
+          if (error instanceof RateLimitedError) this.#blockedUntil = Math.max(this.#blockedUntil, error.retryAt);
+          throw error;
+        } finally {
+          const i = this.#inFlight.indexOf(now);
+          if (i >= 0) this.#inFlight.splice(i, 1);
+        }
+      },
+      { priority: PRIORITY[kind] },
+    ) as Promise<T>;
+  }
+
+  /** Appends a ledger entry (the client calls this through its `record` callback) and forgets what left the window. */
+  note(entry: LedgerEntry): void {
+    const sample = { at: entry.at, remaining: entry.ratelimitRemaining, limit: entry.ratelimitLimit };
+    let i = this.#samples.length;
+    while (i > 0 && this.#samples[i - 1]!.at > sample.at) i--;
+    this.#samples.splice(i, 0, sample);
+    const horizon = this.#clock.now() - DAY_MS;
+    let drop = 0;
+    while (drop < this.#samples.length && this.#samples[drop]!.at <= horizon) drop++;
+    if (drop > 0) this.#samples.splice(0, drop);
+  }
+
+  /** Waits for the requests already queued. */
+  onIdle(): Promise<void> {
+    return this.#queue.onIdle();
+  }
+
+  clear(): void {
+    this.#queue.clear();
+  }
+}

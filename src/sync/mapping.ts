@@ -1,0 +1,357 @@
+import { isObject, type JsonObject } from '../api/client.ts';
+import { canonicalTimestamp, toEpochMicros } from '../time.ts';
+
+/**
+ * From the API's JSON to the mirror's rows. The spec's shapes are checked field by field, leniently: unknown fields
+ * are kept (in `tickets.raw`); a value of an unexpected type is stored as given where its column can hold it, and
+ * reported; a value no column can hold (a non-timestamp in a timestamp column, an attachment without an id) makes
+ * the ticket unstorable — it is reported and retried later, and the rest of the pass goes on.
+ *
+ * Attachment URLs are signed secrets that expire: they are stripped here, before anything is stored or logged.
+ */
+
+export class UnstorableError extends Error {
+  override name = 'UnstorableError';
+}
+
+type Kind = 'text' | 'bool' | 'timestamp' | 'json' | 'integer';
+
+interface Field {
+  key: string;
+  kind: Kind;
+  /** The spec allows null here. */
+  nullable?: boolean;
+}
+
+/** Collects what was odd about a payload: one line per field, prefixed with where it was found. */
+export class Problems {
+  readonly lines: string[] = [];
+  add(where: string, what: string): void {
+    if (this.lines.length < 50) this.lines.push(`${where}: ${what}`);
+  }
+}
+
+function convert(obj: JsonObject, field: Field, where: string, problems: Problems): unknown {
+  const { key, kind, nullable = false } = field;
+  const value = obj[key];
+  if (value === undefined || value === null) {
+    if (value === undefined) problems.add(where, `${key} is missing`);
+    else if (!nullable) problems.add(where, `${key} is null where the spec gives a ${kind}`);
+    return null;
+  }
+  switch (kind) {
+    case 'text':
+      if (typeof value === 'string') return value;
+      problems.add(where, `${key} is ${typeof value} where the spec gives a string`);
+      return typeof value === 'object' ? JSON.stringify(value) : String(value);
+    case 'bool':
+      if (typeof value === 'boolean') return value;
+      if (value === 'true' || value === 'false' || value === 1 || value === 0) {
+        problems.add(where, `${key} is ${JSON.stringify(value)} where the spec gives a boolean`);
+        return value === 'true' || value === 1;
+      }
+      throw new UnstorableError(`${where}: ${key} = ${JSON.stringify(value).slice(0, 80)} is not a boolean`);
+    case 'integer':
+      if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
+      if (typeof value === 'string' && /^-?\d{1,15}$/.test(value)) {
+        problems.add(where, `${key} is a string where the spec gives an integer`);
+        return Number(value);
+      }
+      throw new UnstorableError(`${where}: ${key} = ${JSON.stringify(value).slice(0, 80)} is not an integer`);
+    case 'timestamp':
+      if (typeof value === 'string' && toEpochMicros(value) !== null) {
+        if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(value)) {
+          problems.add(where, `${key} = ${JSON.stringify(value)} is not in the spec's timestamp shape`);
+        }
+        return canonicalTimestamp(value);
+      }
+      throw new UnstorableError(`${where}: ${key} = ${JSON.stringify(value).slice(0, 80)} is not a timestamp`);
+    case 'json':
+      return value;
+  }
+}
+
+function convertAll(obj: JsonObject, fields: readonly Field[], where: string, problems: Problems): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of fields) out[field.key] = convert(obj, field, where, problems);
+  return out;
+}
+
+function requireId(value: unknown, where: string): string {
+  if (typeof value === 'string' && value.length > 0) return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  throw new UnstorableError(`${where}: id ${JSON.stringify(value)} is not a usable identifier`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// List items
+
+export interface ListItem {
+  id: string;
+  name: string | null;
+  email: string | null;
+  status: string | null;
+  hasUnreadMessages: boolean | null;
+  createdAt: string | null;
+  /** Fields of this item no column could hold; they keep their mirrored values. */
+  unstorable: string[];
+}
+
+const LIST_FIELDS: readonly Field[] = [
+  { key: 'name', kind: 'text' },
+  { key: 'email', kind: 'text' },
+  { key: 'status', kind: 'text' },
+  { key: 'has_unread_messages', kind: 'bool' },
+  { key: 'created_at', kind: 'timestamp' },
+];
+
+/**
+ * The items of one list response. Membership is all a list must be sure of: an item without a usable id makes the
+ * whole response unusable (a ticket we cannot name could be wrongly taken for gone), while an odd field only loses
+ * that field's update.
+ */
+export function parseListItems(body: unknown[], listName: string, problems: Problems): ListItem[] {
+  const seen = new Set<string>();
+  const items: ListItem[] = [];
+  body.forEach((raw, index) => {
+    const where = `${listName}[${index}]`;
+    if (!isObject(raw)) throw new UnstorableError(`${where} is not an object`);
+    const id = requireId(raw.id, where);
+    if (seen.has(id)) {
+      problems.add(where, `ticket ${id} is listed twice`);
+      return;
+    }
+    seen.add(id);
+    const item: ListItem = { id, name: null, email: null, status: null, hasUnreadMessages: null, createdAt: null, unstorable: [] };
+    for (const field of LIST_FIELDS) {
+      try {
+        (item as unknown as Record<string, unknown>)[camel(field.key)] = convert(raw, field, `${where} (${id})`, problems);
+      } catch (error) {
+        if (!(error instanceof UnstorableError)) throw error;
+        problems.add(`${where} (${id})`, error.message.replace(/^[^:]*: /, ''));
+        item.unstorable.push(camel(field.key));
+      }
+    }
+    items.push(item);
+  });
+  return items;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Details
+
+export interface TicketRow {
+  id: string;
+  name: string | null;
+  email: string | null;
+  status: string | null;
+  priority: string | null;
+  hasUnreadMessages: boolean | null;
+  repliedToCustomer: boolean | null;
+  closedAt: string | null;
+  lastContactAt: string | null;
+  createdAt: string | null;
+  updatedAt: string | null;
+  assignedTo: unknown;
+  widgetId: string | null;
+  widgetName: string | null;
+  aiSummary: string | null;
+}
+
+export interface MessageRow {
+  id: string;
+  ticketId: string;
+  messageType: string | null;
+  ticketStatus: string | null;
+  message: string | null;
+  outboundSent: boolean | null;
+  outboundDeliveredAt: string | null;
+  outboundBounced: boolean | null;
+  outboundSpamComplaint: boolean | null;
+  outboundError: string | null;
+  createdAt: string | null;
+  author: unknown;
+}
+
+export interface AttachmentRow {
+  id: string;
+  ticketId: string;
+  messageId: string | null;
+  name: string | null;
+  mimeType: string | null;
+  size: number | null;
+}
+
+export interface MappedDetail {
+  ticket: TicketRow;
+  messages: MessageRow[];
+  attachments: AttachmentRow[];
+  /** The payload as received minus every attachment URL: `tickets.raw`. */
+  raw: JsonObject;
+  problems: string[];
+}
+
+const TICKET_FIELDS: readonly Field[] = [
+  { key: 'name', kind: 'text' },
+  { key: 'email', kind: 'text' },
+  { key: 'status', kind: 'text' },
+  { key: 'priority', kind: 'text' },
+  { key: 'has_unread_messages', kind: 'bool' },
+  { key: 'replied_to_customer', kind: 'bool' },
+  { key: 'closed_at', kind: 'timestamp', nullable: true },
+  { key: 'last_contact_at', kind: 'timestamp' },
+  { key: 'created_at', kind: 'timestamp' },
+  { key: 'updated_at', kind: 'timestamp' },
+  { key: 'assigned_to', kind: 'json', nullable: true },
+  { key: 'ai_summary', kind: 'text', nullable: true },
+];
+
+const MESSAGE_FIELDS: readonly Field[] = [
+  { key: 'message_type', kind: 'text' },
+  { key: 'ticket_status', kind: 'text' },
+  { key: 'message', kind: 'text' },
+  { key: 'outbound_sent', kind: 'bool' },
+  { key: 'outbound_delivered_at', kind: 'timestamp', nullable: true },
+  { key: 'outbound_bounced', kind: 'bool' },
+  { key: 'outbound_spam_complaint', kind: 'bool' },
+  { key: 'outbound_error', kind: 'text', nullable: true },
+  { key: 'created_at', kind: 'timestamp' },
+  { key: 'user', kind: 'json', nullable: true },
+];
+
+const ATTACHMENT_FIELDS: readonly Field[] = [
+  { key: 'name', kind: 'text' },
+  { key: 'mime_type', kind: 'text' },
+  { key: 'size', kind: 'integer' },
+];
+
+/** Maps one detail payload to rows, or throws UnstorableError. `expectedId` is the id that was asked for. */
+export function mapDetail(body: JsonObject, expectedId: string): MappedDetail {
+  const problems = new Problems();
+  const raw = stripAttachmentUrls(body);
+  const id = requireId(body.id, `ticket ${expectedId}`);
+  if (id !== expectedId) throw new UnstorableError(`ticket ${expectedId}: the detail answered for ticket ${id}`);
+  const where = `ticket ${id}`;
+  const f = convertAll(body, TICKET_FIELDS, where, problems);
+  const widget = body.widget;
+  let widgetId: string | null = null;
+  let widgetName: string | null = null;
+  if (isObject(widget)) {
+    widgetId = convert(widget, { key: 'id', kind: 'text' }, `${where} widget`, problems) as string | null;
+    widgetName = convert(widget, { key: 'name', kind: 'text' }, `${where} widget`, problems) as string | null;
+  } else {
+    problems.add(where, `widget is ${widget === undefined ? 'missing' : JSON.stringify(widget)} where the spec gives an object`);
+  }
+  const ticket: TicketRow = {
+    id,
+    name: f.name as string | null,
+    email: f.email as string | null,
+    status: f.status as string | null,
+    priority: f.priority as string | null,
+    hasUnreadMessages: f.has_unread_messages as boolean | null,
+    repliedToCustomer: f.replied_to_customer as boolean | null,
+    closedAt: f.closed_at as string | null,
+    lastContactAt: f.last_contact_at as string | null,
+    createdAt: f.created_at as string | null,
+    updatedAt: f.updated_at as string | null,
+    assignedTo: f.assigned_to ?? null,
+    widgetId,
+    widgetName,
+    aiSummary: f.ai_summary as string | null,
+  };
+
+  const messages: MessageRow[] = [];
+  const attachments = new Map<string, AttachmentRow>();
+  const messageIds = new Set<string>();
+  for (const [index, m] of arrayField(body, 'messages', where, problems).entries()) {
+    if (!isObject(m)) throw new UnstorableError(`${where}: messages[${index}] is not an object`);
+    const messageId = requireId(m.id, `${where} messages[${index}]`);
+    if (messageIds.has(messageId)) {
+      problems.add(where, `message ${messageId} is listed twice`);
+      continue;
+    }
+    messageIds.add(messageId);
+    const mf = convertAll(m, MESSAGE_FIELDS, `${where} message ${messageId}`, problems);
+    messages.push({
+      id: messageId,
+      ticketId: id,
+      messageType: mf.message_type as string | null,
+      ticketStatus: mf.ticket_status as string | null,
+      message: mf.message as string | null,
+      outboundSent: mf.outbound_sent as boolean | null,
+      outboundDeliveredAt: mf.outbound_delivered_at as string | null,
+      outboundBounced: mf.outbound_bounced as boolean | null,
+      outboundSpamComplaint: mf.outbound_spam_complaint as boolean | null,
+      outboundError: mf.outbound_error as string | null,
+      createdAt: mf.created_at as string | null,
+      author: mf.user ?? null,
+    });
+    for (const a of arrayField(m, 'attachments', `${where} message ${messageId}`, problems)) {
+      const row = mapAttachment(a, id, messageId, `${where} message ${messageId}`, problems);
+      attachments.set(row.id, row);
+    }
+  }
+  // The same attachment is listed at ticket level and inside its message: stored once, with its message.
+  for (const a of arrayField(body, 'attachments', where, problems)) {
+    const row = mapAttachment(a, id, null, where, problems);
+    if (!attachments.has(row.id)) attachments.set(row.id, row);
+  }
+  return { ticket, messages, attachments: [...attachments.values()], raw, problems: problems.lines };
+}
+
+function mapAttachment(a: unknown, ticketId: string, messageId: string | null, where: string, problems: Problems): AttachmentRow {
+  if (!isObject(a)) throw new UnstorableError(`${where}: an attachment is not an object`);
+  const id = requireId(a.id, `${where} attachment`);
+  const f = convertAll(a, ATTACHMENT_FIELDS, `${where} attachment ${id}`, problems);
+  return { id, ticketId, messageId, name: f.name as string | null, mimeType: f.mime_type as string | null, size: f.size as number | null };
+}
+
+function arrayField(obj: JsonObject, key: string, where: string, problems: Problems): unknown[] {
+  const value = obj[key];
+  if (Array.isArray(value)) return value;
+  if (value !== undefined && value !== null) throw new UnstorableError(`${where}: ${key} is not an array`);
+  problems.add(where, `${key} is ${value === undefined ? 'missing' : 'null'} where the spec gives an array`);
+  return [];
+}
+
+/**
+ * A deep copy without any attachment URL: every `url` of an attachment object is dropped, and any other string that
+ * carries one of those URLs (a message quoting its link) has it cut out. Nothing of a signed link survives.
+ */
+export function stripAttachmentUrls(body: JsonObject): JsonObject {
+  const urls = new Set<string>();
+  collectUrls(body, urls, false);
+  return strip(body, [...urls].filter((u) => u.length > 8), false) as JsonObject;
+}
+
+function collectUrls(value: unknown, urls: Set<string>, inAttachments: boolean): void {
+  if (Array.isArray(value)) for (const v of value) collectUrls(v, urls, inAttachments);
+  else if (isObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      if (inAttachments && k === 'url' && typeof v === 'string') urls.add(v);
+      else collectUrls(v, urls, k === 'attachments');
+    }
+  }
+}
+
+function strip(value: unknown, urls: string[], inAttachments: boolean): unknown {
+  if (typeof value === 'string') {
+    let out = value;
+    for (const u of urls) if (out.includes(u)) out = out.replaceAll(u, '[attachment link removed]');
+    return out;
+  }
+  if (Array.isArray(value)) return value.map((v) => strip(v, urls, inAttachments));
+  if (isObject(value)) {
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (inAttachments && k === 'url') continue;
+      out[k] = strip(v, urls, k === 'attachments');
+    }
+    return out;
+  }
+  return value;
+}
+
+function camel(key: string): string {
+  return key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}

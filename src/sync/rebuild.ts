@@ -1,0 +1,40 @@
+import { isObject } from '../api/client.ts';
+import type { Db } from '../db/connect.ts';
+import { queryRows, sql } from '../db/connect.ts';
+import { rederiveDetail } from '../db/repos/details.ts';
+import { mapDetail, UnstorableError } from './mapping.ts';
+
+export interface RebuildResult {
+  tickets: number;
+  failed: Array<{ id: string; error: string }>;
+}
+
+/**
+ * Re-derives tickets, messages and attachments from `tickets.raw`, without a single request: after a change to the
+ * mapping, the tables catch up from what was already fetched. Batches of 200 tickets, one transaction each.
+ */
+export async function rebuildFromRaw(db: Db, onProgress?: (done: number) => void): Promise<RebuildResult> {
+  const result: RebuildResult = { tickets: 0, failed: [] };
+  let after = '';
+  for (;;) {
+    const batch = await queryRows<{ id: string; raw: unknown; detail_synced_at: string }>(
+      db,
+      sql`select id, raw, detail_synced_at from tickets where raw is not null and id > ${after} order by id limit 200`,
+    );
+    if (batch.length === 0) return result;
+    await db.transaction(async (tx) => {
+      for (const row of batch) {
+        try {
+          if (!isObject(row.raw)) throw new UnstorableError('raw is not an object');
+          await rederiveDetail(tx, mapDetail(row.raw, row.id), row.detail_synced_at);
+          result.tickets++;
+        } catch (error) {
+          if (!(error instanceof UnstorableError)) throw error;
+          result.failed.push({ id: row.id, error: error.message });
+        }
+      }
+    });
+    after = batch.at(-1)!.id;
+    onProgress?.(result.tickets);
+  }
+}

@@ -1,0 +1,129 @@
+import type { Config } from '../config/loadConfig.ts';
+import { queryRows, sql, type Db } from '../db/connect.ts';
+import { loadSamples } from '../db/repos/ledger.ts';
+import { countWork, listStates, requestCounts } from '../db/repos/work.ts';
+import { canonicalTimestamp } from '../time.ts';
+import { budgetAt, DAY_MS, type BudgetSnapshot } from './budget.ts';
+import { backfillEtaMs, planPass, type Plan } from './planner.ts';
+import type { ListName } from '../api/endpoints.ts';
+
+/** Everything `status` (and the status page) shows, read from the database alone: no request is made. */
+export interface MirrorStatus {
+  now: string;
+  budget: BudgetSnapshot;
+  plan: Plan;
+  lastSync: { startedAt: string; finishedAt: string | null; requests: number; detailsFetched: number; error: string | null } | null;
+  lastPolls: Record<ListName, string | null>;
+  counts: {
+    tickets: number;
+    open: number;
+    self: number;
+    unassigned: number;
+    resolved: number;
+    missing: number;
+    deleted: number;
+    messages: number;
+    attachments: number;
+    outboxPending: number;
+    outboxFailed: number;
+  };
+  backfill: { fetched: number; total: number; remaining: number; etaHours: number | null };
+  freshness: { detailsDue: number; oldestDueSince: string | null; oldestOpenDetail: string | null; medianOpenDetailAgeMinutes: number | null };
+}
+
+export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
+  const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
+  const [samples, lists, work, ledger] = await Promise.all([
+    loadSamples(db, now - DAY_MS, config.minuteLimit),
+    listStates(db, now),
+    countWork(db, now),
+    requestCounts(db, now),
+  ]);
+  const budget = budgetAt(limits, samples, now);
+  const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, ...ledger });
+  const [c] = await queryRows<Record<string, number | string | null>>(
+    db,
+    sql`select count(*)::int as tickets,
+      count(*) filter (where in_open and deleted_at is null)::int as open,
+      count(*) filter (where in_self and deleted_at is null)::int as self,
+      count(*) filter (where in_unassigned and deleted_at is null)::int as unassigned,
+      count(*) filter (where in_resolved and deleted_at is null)::int as resolved,
+      count(*) filter (where missing_since is not null and deleted_at is null)::int as missing,
+      count(*) filter (where deleted_at is not null)::int as deleted,
+      count(*) filter (where detail_synced_at is not null)::int as fetched,
+      count(*) filter (where detail_due_since is not null)::int as due,
+      min(detail_due_since) as oldest_due,
+      min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
+      (percentile_cont(0.5) within group (order by extract(epoch from (now() - detail_synced_at)) / 60)
+        filter (where in_open and deleted_at is null and detail_synced_at is not null)) as median_open_age
+      from tickets`,
+  );
+  const [m] = await queryRows<{ messages: number; attachments: number; pending: number; failed: number }>(
+    db,
+    sql`select (select count(*)::int from messages where removed_at is null) as messages,
+      (select count(*)::int from attachments where removed_at is null) as attachments,
+      (select count(*)::int from reply_outbox where state in ('pending', 'sending')) as pending,
+      (select count(*)::int from reply_outbox where state = 'failed') as failed`,
+  );
+  const [run] = await queryRows<{ started_at: string; finished_at: string | null; requests: number; details_fetched: number; error: string | null }>(
+    db,
+    sql`select started_at, finished_at, requests, details_fetched, error from sync_runs order by started_at desc, id desc limit 1`,
+  );
+  const ts = (v: unknown) => (typeof v === 'string' ? canonicalTimestamp(v) : null);
+  const total = Number(c!.tickets) - Number(c!.deleted);
+  const remaining = work.backfill;
+  const eta = backfillEtaMs(remaining, plan.daily.background);
+  const lastPolls = {} as Record<ListName, string | null>;
+  for (const [list, state] of Object.entries(lists) as Array<[ListName, { lastPolledAt: number | null }]>) {
+    lastPolls[list] = state.lastPolledAt === null ? null : new Date(state.lastPolledAt).toISOString();
+  }
+  return {
+    now: new Date(now).toISOString(),
+    budget,
+    plan,
+    lastSync: run
+      ? { startedAt: ts(run.started_at)!, finishedAt: ts(run.finished_at), requests: run.requests, detailsFetched: run.details_fetched, error: run.error }
+      : null,
+    lastPolls,
+    counts: {
+      tickets: Number(c!.tickets),
+      open: Number(c!.open),
+      self: Number(c!.self),
+      unassigned: Number(c!.unassigned),
+      resolved: Number(c!.resolved),
+      missing: Number(c!.missing),
+      deleted: Number(c!.deleted),
+      messages: m!.messages,
+      attachments: m!.attachments,
+      outboxPending: m!.pending,
+      outboxFailed: m!.failed,
+    },
+    backfill: { fetched: Number(c!.fetched), total, remaining, etaHours: eta === null ? null : Math.round((eta / 3_600_000) * 10) / 10 },
+    freshness: {
+      detailsDue: Number(c!.due),
+      oldestDueSince: ts(c!.oldest_due),
+      oldestOpenDetail: ts(c!.oldest_open),
+      medianOpenDetailAgeMinutes: c!.median_open_age === null ? null : Math.round(Number(c!.median_open_age)),
+    },
+  };
+}
+
+/** The status as lines of text for a terminal. */
+export function formatStatus(s: MirrorStatus): string {
+  const b = s.budget;
+  const pct = (n: number, d: number) => (d === 0 ? '0%' : `${Math.round((n / d) * 100)}%`);
+  const lines = [
+    `budget    ${b.dailyUsed} of ${b.dailyAllowed} requests used in the last 24 h (${pct(b.dailyUsed, b.dailyAllowed)}), ${b.minuteUsed} of ${b.minuteAllowed} in the last minute` +
+      (b.foreignPerDay > 0 ? `; another client of the token uses about ${b.foreignPerDay} a day` : ''),
+    `last sync ${s.lastSync ? `${s.lastSync.startedAt}: ${s.lastSync.requests} requests, ${s.lastSync.detailsFetched} details${s.lastSync.error ? `, error: ${s.lastSync.error}` : ''}` : 'never'}`,
+    `tickets   ${s.counts.tickets} mirrored: ${s.counts.open} open, ${s.counts.self} assigned to me, ${s.counts.unassigned} unassigned, ${s.counts.resolved} resolved, ${s.counts.missing} missing, ${s.counts.deleted} deleted`,
+    `          ${s.counts.messages} messages, ${s.counts.attachments} attachments; reply outbox: ${s.counts.outboxPending} pending, ${s.counts.outboxFailed} failed`,
+    `backfill  ${s.backfill.fetched} of ${s.backfill.total} details fetched (${pct(s.backfill.fetched, s.backfill.total)}); ${s.backfill.remaining} to go` +
+      (s.backfill.remaining > 0 ? `, ETA ${s.backfill.etaHours === null ? 'unknown (no budget left for it)' : `about ${s.backfill.etaHours} h`}` : ''),
+    `freshness ${s.freshness.detailsDue} details due` +
+      (s.freshness.oldestDueSince ? ` (oldest since ${s.freshness.oldestDueSince})` : '') +
+      (s.freshness.medianOpenDetailAgeMinutes !== null ? `; open tickets' details are ${s.freshness.medianOpenDetailAgeMinutes} min old (median)` : ''),
+    `lists     last polled: ${Object.entries(s.lastPolls).map(([l, t]) => `${l} ${t ?? 'never'}`).join(', ')}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
