@@ -139,12 +139,11 @@ export interface ApiConfig {
 
 /** The API settings that `run`, `sync` and `reply` cannot do without, or a ConfigError with a one-line hint. */
 export function requireApi(config: Config): ApiConfig {
-  const problems: string[] = [];
+  // Without a URL nothing else matters: one line, with the way to a first look.
   if (!config.apiUrl) {
-    problems.push('TICKETS_API_URL is not set: point it at your helpdesk, or try `npm run demo` for a first look');
+    throw new ConfigError(['TICKETS_API_URL is not set: point it at your helpdesk, or run `npm run demo` for a first look']);
   }
-  if (!config.apiToken) problems.push('TICKETS_API_TOKEN (or TICKETS_API_TOKEN_FILE) is not set');
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (!config.apiToken) throw new ConfigError(['TICKETS_API_TOKEN (or TICKETS_API_TOKEN_FILE) is not set']);
   return { apiUrl: config.apiUrl!, apiToken: config.apiToken! };
 }
 

@@ -226,9 +226,11 @@ const ATTACHMENT_FIELDS: readonly Field[] = [
 ];
 
 /** Maps one detail payload to rows, or throws UnstorableError. `expectedId` is the id that was asked for. */
-export function mapDetail(body: JsonObject, expectedId: string): MappedDetail {
+export function mapDetail(received: JsonObject, expectedId: string): MappedDetail {
   const problems = new Problems();
-  const raw = stripAttachmentUrls(body);
+  // Everything is mapped from the stripped copy: a message quoting its signed link must not store it either.
+  const raw = stripAttachmentUrls(received);
+  const body = raw;
   const id = requireId(body.id, `ticket ${expectedId}`);
   if (id !== expectedId) throw new UnstorableError(`ticket ${expectedId}: the detail answered for ticket ${id}`);
   const where = `ticket ${id}`;

@@ -126,10 +126,13 @@ describe('loadConfig', () => {
     );
   });
 
-  it('requireApi names what run/sync/reply miss, with the demo hint', () => {
-    const problems = problemsOf(() => requireApi(loadConfig({}, { cwd: emptyDir() })));
-    expect(problems[0]).toMatch(/^TICKETS_API_URL is not set: .*npm run demo/);
-    expect(problems[1]).toMatch(/^TICKETS_API_TOKEN/);
+  it('requireApi names what run/sync/reply miss, in one line, with the demo hint', () => {
+    expect(problemsOf(() => requireApi(loadConfig({}, { cwd: emptyDir() })))).toEqual([
+      expect.stringMatching(/^TICKETS_API_URL is not set: .*npm run demo/),
+    ]);
+    expect(problemsOf(() => requireApi(loadConfig({ TICKETS_API_URL: 'http://x' }, { cwd: emptyDir() })))).toEqual([
+      expect.stringMatching(/^TICKETS_API_TOKEN/),
+    ]);
   });
 
   it('never shows the token or a database password in the redacted form', () => {

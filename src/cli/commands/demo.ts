@@ -1,0 +1,66 @@
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { loadConfig } from '../../config/loadConfig.ts';
+import { createActivityDriver, DEFAULT_RATES_PER_DAY, startSimulator } from '../../simulator/index.ts';
+import type { CommandContext } from '../context.ts';
+import { runCommand } from './run.ts';
+
+/**
+ * `ticket-mirror demo`: the simulator, the daemon and an embedded database in one process, for a first look without
+ * an account. The data folder is `data/demo` beside PGLITE_DIR, wiped at each start so the mirror is seen filling up;
+ * the simulator's limits are ten times the real ones so the backfill finishes in minutes, and its tickets keep
+ * changing (a working day's activity every few minutes) so the mirror is seen following them.
+ */
+const SPEED = 120;
+const LIMIT_FACTOR = 10;
+
+export async function demoCommand({ config, logger }: CommandContext): Promise<void> {
+  const dailyLimit = config.dailyLimit * LIMIT_FACTOR;
+  const minuteLimit = config.minuteLimit * LIMIT_FACTOR;
+  const sim = await startSimulator({ seed: 42, openTickets: 40, resolvedTickets: 80, dailyLimit, minuteLimit });
+  const dataDir = resolve(config.pgliteDir, '..', 'demo');
+  rmSync(dataDir, { recursive: true, force: true });
+  const demoConfig = loadConfig(
+    {
+      ...Object.fromEntries(Object.entries(process.env)),
+      TICKETS_API_URL: sim.url,
+      TICKETS_API_TOKEN: sim.token,
+      TICKETS_API_TOKEN_FILE: '',
+      DATABASE_URL: '',
+      PGLITE_DIR: dataDir,
+      API_DAILY_LIMIT: String(dailyLimit),
+      API_MINUTE_LIMIT: String(minuteLimit),
+    },
+    { dotenv: false },
+  );
+  const driver = createActivityDriver(sim.model, {
+    seed: 42,
+    // Around the clock, so the demo is lively whatever the hour.
+    ratesPerDay: Object.fromEntries(Object.entries(DEFAULT_RATES_PER_DAY).map(([op, n]) => [op, (n / 40) * SPEED])),
+  });
+  let last = Date.now();
+  const activity = setInterval(() => {
+    const now = Date.now();
+    const applied = driver.step(last, now);
+    last = now;
+    if (applied.length > 0) logger.debug({ changes: applied.map((a) => `${a.op} ${a.ticketId}`) }, 'simulator activity');
+  }, 5_000);
+  activity.unref();
+
+  const lines = [
+    'ticket-mirror demo',
+    `  fake helpdesk API   ${sim.url}  (token ${sim.token})`,
+    `  embedded database   ${dataDir}`,
+    demoConfig.pglitePort ? `  SQL                 psql -h 127.0.0.1 -p ${demoConfig.pglitePort} -U postgres -c 'select status, count(*) from tickets group by 1'` : null,
+    demoConfig.httpPort ? `  status page         http://${demoConfig.httpHost}:${demoConfig.httpPort}/status   (metrics: /metrics)` : null,
+    '  watch the log below: the backfill fills the mirror, then each pass follows new tickets, replies and resolutions.',
+    '  Ctrl-C stops everything.',
+  ];
+  process.stdout.write(`${lines.filter(Boolean).join('\n')}\n\n`);
+  try {
+    await runCommand({ config: demoConfig, logger });
+  } finally {
+    clearInterval(activity);
+    await sim.close();
+  }
+}

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { mapDetail, parseListItems, Problems, stripAttachmentUrls, UnstorableError } from '../../src/sync/mapping.ts';
+
+const URL1 = 'https://files.example/files/a1/x.pdf?expires=1&signature=abc';
+const detail = () => ({
+  id: 't1',
+  name: 'Zoë',
+  email: 'zoe@example.com',
+  status: 'pending',
+  priority: 'low',
+  has_unread_messages: true,
+  replied_to_customer: false,
+  closed_at: null,
+  last_contact_at: '2024-05-01T10:20:30.123456Z',
+  created_at: '2024-05-01T10:20:30.000001Z',
+  updated_at: '2024-05-01T10:20:31.999999Z',
+  assigned_to: null,
+  widget: { id: 'w1', name: 'Chat' },
+  ai_summary: null,
+  future_field: { kept: true },
+  attachments: [{ id: 'a1', name: 'x.pdf', mime_type: 'pdf', size: 10, url: URL1 }],
+  messages: [
+    {
+      id: 'm1',
+      message_type: 'inbound',
+      ticket_status: 'pending',
+      message: `line 1\nline 2 — see ${URL1}`,
+      outbound_sent: false,
+      outbound_delivered_at: null,
+      outbound_bounced: false,
+      outbound_spam_complaint: false,
+      outbound_error: null,
+      created_at: '2024-05-01T10:20:30.000001Z',
+      user: null,
+      attachments: [{ id: 'a1', name: 'x.pdf', mime_type: 'pdf', size: 10, url: URL1 }],
+    },
+  ],
+});
+
+describe('mapDetail', () => {
+  it('maps every field and stores an attachment listed twice once, with its message', () => {
+    const d = mapDetail(detail(), 't1');
+    expect(d.ticket).toMatchObject({ id: 't1', name: 'Zoë', widgetId: 'w1', widgetName: 'Chat', closedAt: null });
+    expect(d.messages).toHaveLength(1);
+    expect(d.attachments).toEqual([{ id: 'a1', ticketId: 't1', messageId: 'm1', name: 'x.pdf', mimeType: 'pdf', size: 10 }]);
+    expect(d.problems).toEqual([]);
+  });
+
+  it('keeps unknown fields in raw and no part of any attachment URL', () => {
+    const d = mapDetail(detail(), 't1');
+    const text = JSON.stringify(d.raw);
+    expect(d.raw.future_field).toEqual({ kept: true });
+    expect(text).not.toContain('signature');
+    expect(text).not.toContain('files.example');
+    // A message that quotes its signed link keeps its text, minus the link.
+    expect(d.messages[0]!.message).toBe('line 1\nline 2 — see [attachment link removed]');
+  });
+
+  it('stores an odd type as given where the column can hold it, and reports it', () => {
+    const body = { ...detail(), priority: 3, ai_summary: { text: 'x' } };
+    const d = mapDetail(body, 't1');
+    expect(d.ticket.priority).toBe('3');
+    expect(d.ticket.aiSummary).toBe('{"text":"x"}');
+    expect(d.problems).toEqual([expect.stringMatching(/priority is number/), expect.stringMatching(/ai_summary is object/)]);
+  });
+
+  it('reports a null where the spec gives a string, and stores null', () => {
+    const d = mapDetail({ ...detail(), name: null }, 't1');
+    expect(d.ticket.name).toBeNull();
+    expect(d.problems).toEqual([expect.stringMatching(/name is null/)]);
+  });
+
+  it.each([
+    ['a non-timestamp in a timestamp', { created_at: 'yesterday' }],
+    ['a non-boolean flag', { has_unread_messages: 'maybe' }],
+    ['a detail for another ticket', { id: 't2' }],
+    ['messages that are not an array', { messages: 'none' }],
+  ])('refuses to store %s', (_, over) => {
+    expect(() => mapDetail({ ...detail(), ...over }, 't1')).toThrow(UnstorableError);
+  });
+});
+
+describe('parseListItems', () => {
+  it('refuses a list with an item it cannot name', () => {
+    expect(() => parseListItems([{ id: 'a' }, { name: 'no id' }], 'open', new Problems())).toThrow(UnstorableError);
+  });
+
+  it('keeps membership of an item with an odd field, and marks the field', () => {
+    const problems = new Problems();
+    const [item] = parseListItems(
+      [{ id: 'a', name: 'A', email: 'a@x', status: 'pending', has_unread_messages: false, created_at: 'garbage' }],
+      'open',
+      problems,
+    );
+    expect(item).toMatchObject({ id: 'a', unstorable: ['createdAt'] });
+    expect(problems.lines).toHaveLength(1);
+  });
+});
+
+describe('stripAttachmentUrls', () => {
+  it('leaves payloads without attachments alone', () => {
+    expect(stripAttachmentUrls({ a: 1, b: ['x'], url: 'kept: not an attachment' })).toEqual({ a: 1, b: ['x'], url: 'kept: not an attachment' });
+  });
+});
