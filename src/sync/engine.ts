@@ -58,6 +58,8 @@ export class SyncEngine {
   #client: ApiClient | undefined;
   #pendingLedger: Promise<void> = Promise.resolve();
   #requestsThisPass = 0;
+  /** Consecutive detail fetches that failed with a server or network error. */
+  #transientStreak = 0;
 
   constructor(options: EngineOptions) {
     this.#o = options;
@@ -112,6 +114,7 @@ export class SyncEngine {
     const plan = await this.plan(startedAt);
     this.events.safeEmit('pass:started', { at: startedAt, plan });
     this.#requestsThisPass = 0;
+    this.#transientStreak = 0;
     const summary: PassSummary = {
       startedAt,
       finishedAt: startedAt,
@@ -234,6 +237,7 @@ export class SyncEngine {
       const mapped = mapDetail(response.body, id);
       if (mapped.problems.length > 0) this.#o.logger.warn({ ticket: id, problems: mapped.problems }, 'odd values in a ticket detail');
       const result = await db.transaction((tx) => writeDetail(tx, mapped, isoMicros(response.at), requestedAt));
+      this.#transientStreak = 0;
       summary.detailsFetched++;
       if (result.changed) summary.ticketsChanged++;
       this.events.safeEmit('detail:fetched', { id, changed: result.changed, kind });
@@ -245,7 +249,14 @@ export class SyncEngine {
         this.events.safeEmit('detail:deleted', { id });
         return;
       }
-      if (e instanceof UnstorableError || e instanceof InvalidResponseError || e instanceof RequestRejectedError) {
+      // One ticket whose detail keeps failing must not block the queue behind it: it backs off on its own. Two server
+      // errors in a row, though, say the service is in trouble, and end the pass.
+      const transient = e instanceof TransientError;
+      if (transient && ++this.#transientStreak >= 2) {
+        await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
+        throw e;
+      }
+      if (transient || e instanceof UnstorableError || e instanceof InvalidResponseError || e instanceof RequestRejectedError) {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
         summary.errors.push(`ticket ${id}: ${e.message}`);
         this.#o.logger.warn({ ticket: id, err: e.message }, 'ticket detail not stored; will retry later');
@@ -259,6 +270,7 @@ export class SyncEngine {
   #record(entry: LedgerEntry): Promise<void> {
     this.#requestsThisPass++;
     this.gate.note(entry);
+    this.events.safeEmit('request:sent', entry);
     // Ledger rows are written in order; a failed write is logged, never allowed to break the request's caller.
     this.#pendingLedger = this.#pendingLedger
       .then(() => insertRequest(this.#o.db, entry))

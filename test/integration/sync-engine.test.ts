@@ -115,3 +115,37 @@ describe.each(backends)('sync engine on $name against the simulator', ({ open })
     expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
   });
 });
+
+describe.each(backends)('a ticket whose detail keeps failing, on $name', ({ open }) => {
+  it('backs off alone and does not block the others', { timeout: 120_000 }, async () => {
+    const database = await open();
+    const m = await virtualMirror(database);
+    try {
+      const fetched = () => count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is not null`);
+      await m.runUntil(async () => (await fetched()) === m.sim.model.groundTruth().length);
+      const victim = m.sim.model.randomTicketId('open')!;
+      const others = m.sim.model.listOpen().filter((t) => t.id !== victim).slice(0, 3).map((t) => t.id);
+      m.sim.faults.inject({ match: `/api/v1/ticket/${victim}`, kind: 'status500', times: 1000 });
+      // A status change shows in the open list: each ticket's detail becomes due.
+      for (const id of [victim, ...others]) {
+        const now = m.sim.model.listOpen().find((t) => t.id === id)!.status;
+        m.sim.model.setStatus(id, now === 'on_hold' ? 'open' : 'on_hold');
+      }
+      await m.runFor(30 * 60_000);
+      const rows = await queryRows<{ id: string; due: boolean; failures: number }>(
+        m.db,
+        sql`select id, detail_due_since is not null as due, detail_failures as failures from tickets where id in (${victim}, ${others[0]!}, ${others[1]!}, ${others[2]!})`,
+      );
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      expect(byId.get(victim)).toMatchObject({ due: true });
+      expect(byId.get(victim)!.failures).toBeGreaterThan(0);
+      for (const id of others) expect(byId.get(id)).toMatchObject({ due: false, failures: 0 });
+      // Backing off: far fewer attempts on the victim than passes in half an hour.
+      const attempts = m.sim.log.filter((r) => r.path === `/api/v1/ticket/${victim}`).length;
+      expect(attempts).toBeLessThanOrEqual(3 * 6);
+    } finally {
+      await m.close();
+      await database.destroy();
+    }
+  });
+});

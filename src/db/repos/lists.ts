@@ -58,8 +58,6 @@ export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
         missing_since = case when excluded.${flag} then null else t.missing_since end,
         deleted_at = case when excluded.${flag} then null else t.deleted_at end,
         detail_due_since = coalesce(t.detail_due_since, excluded.detail_due_since),
-        detail_failures = 0,
-        detail_retry_after = null,
         state_seen_at = excluded.state_seen_at`);
   }
   if (diff.unchanged.length > 0) {
