@@ -71,12 +71,31 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('attachment')
+    .description('print a fresh signed link to an attachment (one detail request), or download the file; the link is never stored')
+    .argument('<attachment-id>', 'the attachment, as in attachments.id')
+    .option('--download <path>', 'save the file there (into a folder: under its own name) instead of printing the link')
+    .action(async (attachmentId: string, options: { download?: string }) => {
+      const { attachmentCommand } = await import('./commands/attachment.ts');
+      await attachmentCommand(commandContext(), attachmentId, options);
+    });
+
+  program
     .command('status')
     .description('budget used in the last 24 h and minute, last sync, counts, backfill progress and ETA, freshness')
     .option('--json', 'print JSON instead of text')
     .action(async (options: { json?: boolean }) => {
       const { statusCommand } = await import('./commands/status.ts');
       await statusCommand(commandContext(), options);
+    });
+
+  program
+    .command('grant-reader')
+    .description('create (if missing) a login role that may read every table and view and insert into reply_outbox')
+    .argument('<role>', 'role name: a lower-case SQL identifier')
+    .action(async (role: string) => {
+      const { grantReaderCommand } = await import('./commands/grantReader.ts');
+      await grantReaderCommand(commandContext(), role);
     });
 
   program

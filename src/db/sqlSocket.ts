@@ -1,0 +1,270 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
+import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
+import { drizzle } from 'drizzle-orm/pglite';
+import type { Logger } from '../logger.ts';
+import { quoteIdent, type Database, type Db } from './connect.ts';
+import { copyFailMessage, errorResponse, frontendMessageType, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE } from './pgWire.ts';
+import * as schema from './schema.ts';
+import { SessionScheduler, type SessionUser } from './sessionScheduler.ts';
+
+/**
+ * Serves the embedded database on 127.0.0.1:PGLITE_PORT over the PostgreSQL protocol while the daemon runs, and gives
+ * the daemon the one `Db` handle that is safe to use meanwhile.
+ *
+ * Why not `PGLiteSocketServer` as it comes (@electric-sql/pglite-socket 0.2.17, read in dist/chunk-*.js):
+ * - PGlite is ONE backend session. The package's QueryQueueManager runs one frontend *message* at a time, each inside
+ *   `db.runExclusive` (PGlite's query mutex only), and keeps a connection's turn only while `db.isInTransaction()`.
+ *   The daemon's in-process `pglite.query()` / `transaction()` take PGlite's mutexes but never look at that queue, so
+ *   between two messages of a client's `BEGIN; INSERT …` the daemon would read the uncommitted rows, and its writes
+ *   would land inside the client's transaction (and vanish on its ROLLBACK). Conversely, `pglite.transaction()` holds
+ *   only the transaction mutex between statements, so socket messages could run inside the daemon's transaction.
+ * - `isInTransaction()` is false between Parse/Bind/Execute and Sync (an implicit transaction), and during a COPY, so
+ *   the package may hand the session to another connection in the middle of someone's protocol cycle.
+ * - Over `maxConnections` (default 1) it writes the plain text "Too many connections", which clients cannot parse.
+ * Routing the daemon through the socket with a node-postgres pool of 1 would fix only the first point.
+ *
+ * What this module does instead: it keeps the package's PGLiteSocketHandler (wire framing, SSL refusal, cancel
+ * requests), whose `queryQueue` option takes any object with `enqueue` / `clearQueueForHandler` /
+ * `clearTransactionIfNeeded`, and gives every handler the same SessionScheduler. The daemon is one more user of that
+ * scheduler: each of its queries and transactions is one unit. A user holds the session from its first message until
+ * PGlite answers ReadyForQuery with status 'I' (idle), read from the output stream, so a client's open transaction,
+ * extended-query cycle or COPY makes the daemon wait instead of interleaving, and the daemon's transaction makes
+ * the clients wait. A client that holds the session idle while others wait longer than `holdTimeoutMs` is
+ * disconnected (FATAL 25P03) and its transaction rolled back, so one forgotten `BEGIN` in psql cannot stop the mirror.
+ *
+ * Settings leak, because all connections share the session: a client's `SET search_path`, `SET TIME ZONE`,
+ * `SET default_transaction_read_only` … stay for everyone after it. Before each daemon unit that follows another
+ * user's, the daemon runs `RESET ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `SET TIME ZONE 'UTC'` and
+ * `SET search_path TO <schema>, pg_temp` (pg_temp last, so a client's temporary table cannot shadow a mirror table).
+ * Clients in turn see the daemon's settings, which are also the sensible ones for them. Also shared, and not
+ * restored: named prepared statements, cursors, LISTEN, temporary tables.
+ *
+ * Warning: while the server runs, use only the returned `db` for the daemon's work, never `database.db` or
+ * `database.pglite`, and never the outer `db` inside one of its own transactions (that waits for itself forever).
+ */
+
+export interface ServeEmbeddedDatabaseOptions {
+  /** Address to listen on. @default '127.0.0.1' */
+  host?: string;
+  /** TCP port; 0 picks a free one (tests). The composition root does not call this at all when PGLITE_PORT is 0. */
+  port: number;
+  logger?: Logger;
+  /** Client connections at once; one more is refused with FATAL 53300. @default 16 */
+  maxConnections?: number;
+  /** How long a client may hold the session idle (open transaction) while others wait. 0 = forever. @default 60_000 */
+  holdTimeoutMs?: number;
+}
+
+export interface EmbeddedDatabaseServer {
+  /** What psql and BI tools connect to: `postgres://postgres@127.0.0.1:PORT/postgres` (any user and database name). */
+  readonly url: string;
+  readonly port: number;
+  /** The daemon's handle: each query and transaction waits its turn on the shared session. Usable after close(). */
+  readonly db: Db;
+  /** For status and tests: open client connections, units waiting their turn, who holds the session between units. */
+  stats(): EmbeddedDatabaseStats;
+  /** Stops listening and ends every client connection, rolling back what they left open. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface EmbeddedDatabaseStats {
+  connections: number;
+  waiting: number;
+  holder: 'daemon' | 'client' | null;
+}
+
+interface Connection {
+  readonly handler: PGLiteSocketHandler;
+  readonly socket: Socket;
+  readonly output: ReadyForQueryTracker;
+  /** From a message sent until PGlite is ready for a query again, outside a transaction block. */
+  holding: boolean;
+}
+
+const DAEMON = 'daemon' satisfies SessionUser;
+
+export async function serveEmbeddedDatabase(
+  database: Database,
+  options: ServeEmbeddedDatabaseOptions,
+): Promise<EmbeddedDatabaseServer> {
+  const pglite = database.pglite;
+  if (database.kind !== 'pglite' || !pglite) throw new Error('serveEmbeddedDatabase needs the embedded database');
+  await pglite.waitReady;
+  const host = options.host ?? '127.0.0.1';
+  const maxConnections = options.maxConnections ?? 16;
+  const logger = options.logger;
+  const connections = new Map<number, Connection>();
+
+  const scheduler = new SessionScheduler({
+    holds: (user) => pglite.isInTransaction() || (user !== DAEMON && (connections.get(user)?.holding ?? false)),
+    holdTimeoutMs: options.holdTimeoutMs ?? 60_000,
+    onHoldTimeout: (user) => {
+      if (user === DAEMON) return;
+      logger?.warn({ connection: user }, 'SQL socket: a client held the embedded database idle in a transaction; disconnecting it');
+      terminate(user, '25P03', 'terminating connection: idle in transaction while others waited for the embedded database');
+    },
+  });
+
+  const restoreDaemonSettings =
+    `reset all; set session authorization default; set time zone 'UTC'; ` +
+    `set search_path to ${quoteIdent(database.schema)}, pg_temp`;
+  const daemonTurn = <T>(work: () => Promise<T>): Promise<T> =>
+    scheduler.run(DAEMON, async (previous) => {
+      if (previous !== DAEMON) await pglite.exec(restoreDaemonSettings);
+      return work();
+    });
+  const db = drizzle(new TurnTakingClient(pglite, daemonTurn) as unknown as PGlite, { schema }) as unknown as Db;
+
+  /** Ends a connection's unfinished business: a COPY, an extended-query cycle, a transaction block. */
+  const abandon = async (): Promise<void> => {
+    const discard = () => {};
+    await pglite.runExclusive(async () => {
+      await pglite.execProtocolRawStream(copyFailMessage('connection closed'), { onRawData: discard });
+      await pglite.execProtocolRawStream(SYNC_MESSAGE, { onRawData: discard });
+    });
+    if (pglite.isInTransaction()) await pglite.exec('rollback');
+  };
+
+  // The duck-typed QueryQueueManager that PGLiteSocketHandler calls (those three methods only).
+  const queue = {
+    enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
+      return scheduler.run(handlerId, async () => {
+        const connection = connections.get(handlerId);
+        if (!connection) throw new Error('connection closed');
+        const readyBefore = connection.output.count;
+        if (frontendMessageType(message) !== TERMINATE) connection.holding = true;
+        let bytes = 0;
+        await pglite.runExclusive(() =>
+          pglite.execProtocolRawStream(message, {
+            onRawData: (data) => {
+              bytes += data.length;
+              connection.output.push(data);
+              onData(data);
+            },
+          }),
+        );
+        if (connection.output.count > readyBefore) connection.holding = connection.output.status !== 'I';
+        return bytes;
+      });
+    },
+    clearQueueForHandler(handlerId: number): void {
+      scheduler.cancel(handlerId, new Error('connection closed'));
+    },
+    async clearTransactionIfNeeded(handlerId: number): Promise<void> {
+      // Runs once the session is free or this connection's: only in the latter case is there anything to undo.
+      // Never rejects: the handler calls this from a socket 'close' listener, where a rejection would go unhandled.
+      await scheduler
+        .run(handlerId, async () => {
+          try {
+            if (scheduler.holder === handlerId) await abandon();
+          } finally {
+            // Before this unit ends, so the scheduler sees a user that holds nothing any more.
+            connections.delete(handlerId);
+          }
+        })
+        .catch((error: unknown) => logger?.error({ err: error, connection: handlerId }, 'SQL socket: could not clean up after a client'))
+        .finally(() => connections.delete(handlerId));
+    },
+  };
+
+  function terminate(handlerId: number, code: string, message: string): void {
+    const connection = connections.get(handlerId);
+    if (!connection) return;
+    // The FATAL goes out before the FIN; not waiting for the write callback, which a client that stopped reading
+    // would never let fire.
+    connection.socket.write(errorResponse('FATAL', code, message));
+    void connection.handler.detach(true);
+  }
+
+  let closing = false;
+  /** Refused sockets still saying goodbye, so close() does not wait on a peer that never hangs up. */
+  const refused = new Set<Socket>();
+  const server = createServer((socket) => {
+    socket.on('error', () => {}); // a reset by the peer is the handler's business, not a crash
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    if (connections.size >= maxConnections) {
+      logger?.warn({ maxConnections }, 'SQL socket: connection refused, too many clients');
+      const refusal = errorResponse('FATAL', '53300', `sorry, too many clients already (the embedded database allows ${maxConnections})`);
+      refused.add(socket);
+      socket.once('close', () => refused.delete(socket));
+      socket.end(refusal, () => socket.destroy());
+      return;
+    }
+    const handler = new PGLiteSocketHandler({
+      queryQueue: queue as unknown as PGLiteSocketHandlerOptions['queryQueue'],
+      closeOnDetach: true,
+    });
+    connections.set(handler.handlerId, { handler, socket, output: new ReadyForQueryTracker(), holding: false });
+    logger?.debug({ connection: handler.handlerId, from: `${socket.remoteAddress}:${socket.remotePort}` }, 'SQL socket: client connected');
+    handler.attach(socket).catch((error: unknown) => {
+      logger?.warn({ err: error }, 'SQL socket: could not attach a client');
+      connections.delete(handler.handlerId);
+      socket.destroy();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (error) => logger?.error({ err: error }, 'SQL socket: server error'));
+  const port = (server.address() as AddressInfo).port;
+  const url = `postgres://postgres@${host.includes(':') ? `[${host}]` : host}:${port}/postgres`;
+  // (pino redacts any `url` field, so the address goes under another name.)
+  logger?.info({ address: url }, 'embedded database served over the PostgreSQL protocol');
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    db,
+    stats: () => ({
+      connections: connections.size,
+      waiting: scheduler.waiting,
+      holder: scheduler.holder === null ? null : scheduler.holder === DAEMON ? 'daemon' : 'client',
+    }),
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        await Promise.all([...connections.values()].map((c) => c.handler.detach(true)));
+        for (const socket of refused) socket.destroy();
+        await stopped;
+      })();
+      return closed;
+    },
+  };
+}
+
+/**
+ * The PGlite surface drizzle's pglite driver uses (query, exec, transaction), each call taking the daemon's turn on
+ * the shared session. Inside a transaction drizzle uses PGlite's Transaction object, already within the turn.
+ */
+class TurnTakingClient {
+  readonly #pglite: PGlite;
+  readonly #turn: <T>(work: () => Promise<T>) => Promise<T>;
+
+  constructor(pglite: PGlite, turn: <T>(work: () => Promise<T>) => Promise<T>) {
+    this.#pglite = pglite;
+    this.#turn = turn;
+  }
+
+  query<T>(query: string, params?: unknown[], options?: QueryOptions): Promise<Results<T>> {
+    return this.#turn(() => this.#pglite.query<T>(query, params, options));
+  }
+
+  exec(query: string, options?: QueryOptions): Promise<Array<Results>> {
+    return this.#turn(() => this.#pglite.exec(query, options));
+  }
+
+  transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.#turn(() => this.#pglite.transaction(callback));
+  }
+}
