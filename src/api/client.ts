@@ -93,9 +93,9 @@ export class ApiClient {
     return response as ApiResponse<unknown[]>;
   }
 
-  /** Endpoint 5. Throws NotFoundError on 404. */
-  async detail(id: string): Promise<ApiResponse<JsonObject>> {
-    const response = await this.#request('GET', detailPath(id), 'detail', id);
+  /** Endpoint 5. Throws NotFoundError on 404. `kind` says what the request is for (ledger and queue priority). */
+  async detail(id: string, kind: RequestKind = 'detail'): Promise<ApiResponse<JsonObject>> {
+    const response = await this.#request('GET', detailPath(id), kind, id);
     if (!isObject(response.body)) {
       throw new InvalidResponseError(`the detail of ${id} is ${describe(response.body)}, not a JSON object`);
     }

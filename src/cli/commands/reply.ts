@@ -1,7 +1,46 @@
-import type { CommandContext } from '../context.ts';
-import { ExitError } from '../exit.ts';
+import { systemClock } from '../../clock.ts';
+import { createEngine } from '../../daemon/compose.ts';
+import { InvalidResponseError, TransientError } from '../../errors.ts';
+import { postReply } from '../../outbox/postReply.ts';
+import { replyTextProblem } from '../../outbox/states.ts';
+import { withDatabase, type CommandContext } from '../context.ts';
+import { EXIT, ExitError } from '../exit.ts';
 
-/** `ticket-mirror reply`: not built yet (the reply issue). Says so rather than pretending. */
-export async function replyCommand(_ctx: CommandContext, _ticketId: string, _message: string): Promise<void> {
-  throw new ExitError('`reply` is not built yet', 1);
+/**
+ * `ticket-mirror reply <ticket-id> <message>`: posts a reply now, writes it into `messages`, prints the new message id.
+ * Exit 2 when the message is too short (checked before anything is opened or sent) or the token is rejected; exit 1
+ * when the ticket does not exist or the outcome is unknown.
+ */
+export async function replyCommand(
+  { config, logger }: CommandContext,
+  ticketId: string,
+  messageArg: string,
+  stdin: AsyncIterable<Buffer | string> = process.stdin,
+): Promise<void> {
+  const message = messageArg === '-' ? await readAll(stdin) : messageArg;
+  const problem = replyTextProblem(message);
+  if (problem) throw new ExitError(`${problem}; nothing was sent`, EXIT.usage);
+  await withDatabase(config, async (database) => {
+    await database.migrate();
+    const engine = createEngine(config, database, logger, systemClock);
+    await engine.init();
+    try {
+      const posted = await postReply({ db: database.db, client: engine.client, clock: systemClock }, ticketId, message);
+      process.stdout.write(`${posted.messageId}\n`);
+    } catch (error) {
+      if (error instanceof TransientError || error instanceof InvalidResponseError) {
+        throw new ExitError(
+          `the reply may or may not have been posted (${error.message}): look at ticket ${ticketId} before sending it again`,
+          EXIT.failure,
+        );
+      }
+      throw error;
+    }
+  });
+}
+
+async function readAll(stream: AsyncIterable<Buffer | string>): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8');
 }

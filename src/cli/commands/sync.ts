@@ -1,9 +1,13 @@
 import { systemClock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
+import { deliverOutbox } from '../../outbox/deliver.ts';
 import { ExitError } from '../exit.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 
-/** `ticket-mirror sync`: one pass, then exit. 0 ok; 2 auth/config (thrown as such); 1 when the pass ended on an error. */
+/**
+ * `ticket-mirror sync`: one pass, then the reply outbox, then exit. 0 ok; 2 auth/config (thrown as such); 1 when the
+ * pass ended on an error. A reply that ends `failed` is the row's outcome, recorded in reply_outbox, not the command's.
+ */
 export async function syncCommand({ config, logger }: CommandContext): Promise<void> {
   await withDatabase(config, async (database) => {
     await database.migrate();
@@ -11,6 +15,10 @@ export async function syncCommand({ config, logger }: CommandContext): Promise<v
     const summary = await engine.pass();
     const line = `sync: ${summary.requests} requests, lists ${summary.polls.join(', ') || 'none due'}, ${summary.detailsFetched} details, ${summary.ticketsChanged} tickets changed`;
     process.stdout.write(`${line}\n`);
+    const outbox = await deliverOutbox({ db: database.db, client: engine.client, clock: systemClock, logger });
+    if (outbox.sent + outbox.failed + outbox.waiting > 0) {
+      process.stdout.write(`outbox: ${outbox.sent} sent, ${outbox.failed} failed, ${outbox.waiting} waiting\n`);
+    }
     if (summary.stoppedBy === 'TransientError' || (summary.errors.length > 0 && summary.requests === 0)) {
       throw new ExitError(summary.errors[0] ?? 'the pass failed', 1);
     }

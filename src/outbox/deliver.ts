@@ -1,0 +1,258 @@
+import type { ApiClient } from '../api/client.ts';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/connect.ts';
+import { writeDetail } from '../db/repos/details.ts';
+import type { OutboxState } from '../db/schema.ts';
+import {
+  AuthError,
+  coerceError,
+  InvalidResponseError,
+  NotFoundError,
+  RateLimitedError,
+  RequestRejectedError,
+  TransientError,
+} from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { mapDetail, UnstorableError } from '../sync/mapping.ts';
+import { isoMicros } from '../time.ts';
+import {
+  checkLater,
+  claimedMessageIds,
+  lockNextDue,
+  markFailed,
+  markPending,
+  markSending,
+  markSent,
+  tokenUser,
+  type OutboxRow,
+} from './outboxRows.ts';
+import { reconcile } from './reconcile.ts';
+import { recordPostedReply, timestampOrNull } from './recordReply.ts';
+import { MAX_ATTEMPTS, recheckDelayMs, replyText, replyTextProblem } from './states.ts';
+
+/**
+ * Delivers the reply outbox: every row a SQL client INSERTed is POSTed to endpoint 6 once, and only once.
+ *
+ * Exactly once rests on one rule: a row is committed as `sending` (attempts + 1, `sending_since`) before its POST
+ * leaves, in a transaction of its own, taken with FOR UPDATE SKIP LOCKED so that concurrent deliverers never take the
+ * same row. A row found in `sending` later — after a crash or kill in either window (before the POST, or after it and
+ * before its result was recorded), or after a POST whose answer was lost (5xx, timeout, a cut body) — is never sent
+ * blindly again: it is reconciled against the ticket's detail (one request; see reconcile.ts). The reply found there
+ * makes the row `sent`; no trace of it sends the row again, up to MAX_ATTEMPTS.
+ *
+ * The lease: `next_attempt_at` of a `sending` row is when another deliverer may take it over. It is set far beyond the
+ * POST's timeout, so a live deliverer always records its result first; a deliverer that stalls longer than the lease
+ * (a frozen VM) can lose the row to another, whose reconciliation then decides.
+ *
+ * What cannot be known for sure — the one window: the POST reached the service, but its answer was lost AND the
+ * ticket's detail does not show the reply when it is checked (the service lists it late, or stores it with another
+ * text). Reconciliation waits at least a minute before it looks, which covers a late listing in practice. A recent
+ * reply by the token's user with another text is taken as possibly this one: the row ends `failed` with an error that
+ * says so, rather than risk a second post. Only when the detail shows no recent reply by the user at all is the row
+ * sent again.
+ */
+
+export interface OutboxHooks {
+  /** Runs after the row is committed as `sending`, before its POST. Tests throw here to simulate a kill. */
+  afterMarkSending?: (row: OutboxRow) => void | Promise<void>;
+  /** Runs after the POST was answered 201, before the result is recorded. Tests throw here to simulate a kill. */
+  afterPost?: (row: OutboxRow, reply: { id: string; created_at: string }) => void | Promise<void>;
+}
+
+export interface DeliverOptions {
+  db: Db;
+  /** The sync engine's client (`engine.client`, after `engine.init()`): the same budget, queue and ledger. */
+  client: ApiClient;
+  clock: Clock;
+  logger: Logger;
+  /** Stops taking rows once aborted. */
+  signal?: AbortSignal;
+  /** Rows handled per call, so that one daemon tick stays short. @default 25 */
+  maxRows?: number;
+  /**
+   * How long a row may stay `sending` before another deliverer checks it: far above the longest a POST can take (up to
+   * a minute in the gate's queue, then the client's 30 s timeout). @default 120000
+   */
+  leaseMs?: number;
+  hooks?: OutboxHooks;
+}
+
+/** Where the rows this run touched stand at its end. */
+export interface OutboxReport {
+  sent: number;
+  failed: number;
+  /** Left pending or sending, for a later run. */
+  waiting: number;
+}
+
+/** What one step did to a row; `stop` ends the run (the budget is spent). */
+interface Step {
+  id: number;
+  state: OutboxState;
+  stop?: boolean;
+}
+
+/**
+ * Delivers due rows, oldest first, up to `maxRows` steps (a row found not posted is sent again in the same run).
+ * Throws AuthError (after putting the row back) and database errors.
+ */
+export async function deliverOutbox(o: DeliverOptions): Promise<OutboxReport> {
+  const states = new Map<number, OutboxState>();
+  for (let i = 0; i < (o.maxRows ?? 25) && !o.signal?.aborted; i++) {
+    const step = await deliverNext(o);
+    if (!step) break;
+    states.set(step.id, step.state);
+    if (step.stop) break;
+  }
+  const report: OutboxReport = { sent: 0, failed: 0, waiting: 0 };
+  for (const state of states.values()) {
+    if (state === 'sent' || state === 'failed') report[state]++;
+    else report.waiting++;
+  }
+  return report;
+}
+
+/**
+ * The daemon's after-pass work: `afterPass: outboxAfterPass({ db, clock, logger, client: () => engine.client })`.
+ * `client` is read at each call, so it can follow the engine of the current term of leadership.
+ */
+export function outboxAfterPass(
+  o: Omit<DeliverOptions, 'client' | 'signal'> & { client: () => ApiClient },
+): (signal: AbortSignal) => Promise<void> {
+  return async (signal) => {
+    const report = await deliverOutbox({ ...o, client: o.client(), signal });
+    if (report.sent + report.failed + report.waiting > 0) o.logger.info(report, 'reply outbox');
+  };
+}
+
+/** Takes the next due row and moves it on; undefined when none is due. */
+async function deliverNext(o: DeliverOptions): Promise<Step | undefined> {
+  const now = o.clock.now();
+  const claim = await o.db.transaction(async (tx) => {
+    const row = await lockNextDue(tx, isoMicros(now));
+    if (!row) return undefined;
+    const lease = isoMicros(now + (o.leaseMs ?? 120_000));
+    if (row.state === 'sending') return { check: true, row: (await checkLater(tx, row, lease))! };
+    const problem = replyTextProblem(row.message);
+    if (problem) return { check: false, row: (await markFailed(tx, row, problem))! };
+    return { check: false, row: (await markSending(tx, row, isoMicros(now), lease))! };
+  });
+  if (!claim) return undefined;
+  if (claim.row.state === 'failed') return finish(o, claim.row.id, claim.row);
+  return claim.check ? check(o, claim.row) : send(o, claim.row);
+}
+
+async function send(o: DeliverOptions, row: OutboxRow): Promise<Step> {
+  await o.hooks?.afterMarkSending?.(row);
+  const text = replyText(row.message);
+  let reply;
+  try {
+    reply = (await o.client.reply(row.ticketId, text)).body;
+  } catch (error) {
+    return postFailed(o, row, coerceError(error));
+  }
+  await o.hooks?.afterPost?.(row, reply);
+  const at = isoMicros(o.clock.now());
+  const moved = await o.db.transaction(async (tx) => {
+    const author = await tokenUser(tx);
+    await recordPostedReply(tx, { ticketId: row.ticketId, messageId: reply.id, text, createdAt: reply.created_at, author }, at);
+    return markSent(tx, row, reply.id, timestampOrNull(reply.created_at));
+  });
+  if (!moved) {
+    // Only a deliverer that stalled past its lease gets here; the one that took the row over decided its fate.
+    o.logger.error({ outbox: row.id, ticket: row.ticketId, message: reply.id }, 'reply posted after this deliverer lost the row');
+    return { id: row.id, state: 'sending' };
+  }
+  o.logger.info({ outbox: row.id, ticket: row.ticketId, message: reply.id }, 'reply sent');
+  return { id: row.id, state: 'sent' };
+}
+
+/** A POST that did not answer 201: final, not sent at all, or unknown. */
+async function postFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<Step> {
+  const now = o.clock.now();
+  const { db } = o;
+  if (e instanceof NotFoundError) return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, `ticket ${row.ticketId} not found`)));
+  if (e instanceof RequestRejectedError) {
+    return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, `the service refused the reply: ${e.message}`)));
+  }
+  if (e instanceof RateLimitedError) {
+    // Refused before the service took it (the local budget, or a 429): the same row goes first next time.
+    await db.transaction((tx) => markPending(tx, row, isoMicros(e.retryAt), e.message, true));
+    return { id: row.id, state: 'pending', stop: true };
+  }
+  if (e instanceof AuthError) {
+    await db.transaction((tx) => markPending(tx, row, null, e.message, true));
+    throw e;
+  }
+  // 5xx, timeout, reset, a cut or odd 201 body — or anything else: the reply may have been posted.
+  const checkAt = isoMicros(now + recheckDelayMs(row.attempts));
+  await db.transaction((tx) => checkLater(tx, row, checkAt, `outcome unknown, to be checked against the ticket: ${e.message}`));
+  o.logger.warn({ outbox: row.id, ticket: row.ticketId, err: e.message }, 'reply outcome unknown; will check the ticket before any retry');
+  if (!(e instanceof TransientError || e instanceof InvalidResponseError)) throw e;
+  return { id: row.id, state: 'sending' };
+}
+
+/** Reconciles a row left in `sending` against its ticket's detail. */
+async function check(o: DeliverOptions, row: OutboxRow): Promise<Step> {
+  const requestedAt = isoMicros(o.clock.now());
+  let response;
+  try {
+    response = await o.client.detail(row.ticketId, 'lookup');
+  } catch (error) {
+    return checkFailed(o, row, coerceError(error));
+  }
+  let detail;
+  try {
+    detail = mapDetail(response.body, row.ticketId);
+  } catch (error) {
+    if (!(error instanceof UnstorableError)) throw error;
+    const reason = `the POST's outcome is unknown and the ticket's detail cannot be read (${error.message}); not sent again, to rule out a duplicate`;
+    return finish(o, row.id, await o.db.transaction((tx) => markFailed(tx, row, reason)));
+  }
+  const at = isoMicros(response.at);
+  const moved = await o.db.transaction(async (tx) => {
+    const verdict = reconcile({
+      messages: detail.messages,
+      text: row.message,
+      sendingSince: row.sendingSince ?? row.requestedAt,
+      claimed: await claimedMessageIds(tx, row.ticketId),
+      self: await tokenUser(tx),
+    });
+    // The detail is fresh: the mirror gets it for free, the reply's message included.
+    await writeDetail(tx, detail, at, requestedAt);
+    switch (verdict.outcome) {
+      case 'posted':
+        return markSent(tx, row, verdict.message.id, verdict.message.createdAt);
+      case 'ambiguous':
+        return markFailed(tx, row, verdict.reason);
+      case 'absent':
+        if (row.attempts >= MAX_ATTEMPTS) return markFailed(tx, row, `not delivered after ${row.attempts} attempts; last: ${row.error ?? 'unknown'}`);
+        return markPending(tx, row, null, row.error ?? 'not posted: no trace of it in the ticket', false);
+    }
+  });
+  return finish(o, row.id, moved);
+}
+
+/** The detail request of a reconciliation failed: the outcome stays unknown. */
+async function checkFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<Step> {
+  const { db } = o;
+  if (e instanceof NotFoundError) return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, `ticket ${row.ticketId} not found`)));
+  if (e instanceof RateLimitedError) {
+    await db.transaction((tx) => checkLater(tx, row, isoMicros(e.retryAt)));
+    return { id: row.id, state: 'sending', stop: true };
+  }
+  const checkAt = isoMicros(o.clock.now() + recheckDelayMs(row.attempts));
+  await db.transaction((tx) => checkLater(tx, row, checkAt));
+  // A rejected token, or something unexpected: the caller must hear of it.
+  if (!(e instanceof TransientError || e instanceof InvalidResponseError || e instanceof RequestRejectedError)) throw e;
+  return { id: row.id, state: 'sending' };
+}
+
+/** Logs where a row ended; a null row was taken over by another deliverer meanwhile. */
+function finish(o: DeliverOptions, id: number, row: OutboxRow | null): Step {
+  if (!row) return { id, state: 'sending' };
+  if (row.state === 'failed') o.logger.warn({ outbox: row.id, ticket: row.ticketId, err: row.error }, 'reply not sent');
+  else if (row.state === 'sent') o.logger.info({ outbox: row.id, ticket: row.ticketId }, 'reply found in the ticket: sent');
+  else o.logger.info({ outbox: row.id, ticket: row.ticketId, state: row.state }, 'reply to be sent again: no trace of it in the ticket');
+  return { id, state: row.state };
+}

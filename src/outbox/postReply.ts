@@ -1,0 +1,32 @@
+import type { ApiClient } from '../api/client.ts';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/connect.ts';
+import { isoMicros } from '../time.ts';
+import { tokenUser } from './outboxRows.ts';
+import { recordPostedReply, type PostedReply } from './recordReply.ts';
+import { replyText } from './states.ts';
+
+export interface PostReplyDeps {
+  db: Db;
+  /** The sync engine's client (`engine.client`): the reply counts against the same budget and ledger as the sync. */
+  client: ApiClient;
+  clock: Clock;
+}
+
+/**
+ * Posts one reply now (endpoint 6) and records it in `messages` at once; for `ticket-mirror reply`. The caller checks
+ * the text first (replyTextProblem), so a reply the service would refuse costs no request.
+ *
+ * Not retried: a POST whose answer is lost may have posted the reply, and only the person at the terminal can tell
+ * whether to send it again. Throws the client's named errors (NotFoundError on 404, AuthError, TransientError …).
+ */
+export async function postReply(deps: PostReplyDeps, ticketId: string, message: string): Promise<PostedReply> {
+  const text = replyText(message);
+  const reply = (await deps.client.reply(ticketId, text)).body;
+  const at = isoMicros(deps.clock.now());
+  return deps.db.transaction(async (tx) => {
+    const posted: PostedReply = { ticketId, messageId: reply.id, text, createdAt: reply.created_at, author: await tokenUser(tx) };
+    await recordPostedReply(tx, posted, at);
+    return posted;
+  });
+}

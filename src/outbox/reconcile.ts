@@ -1,0 +1,84 @@
+import { isObject } from '../api/client.ts';
+import type { MessageRow } from '../sync/mapping.ts';
+import { toEpochMicros } from '../time.ts';
+import { replyText } from './states.ts';
+
+/**
+ * Did a POST whose answer was lost reach the service? Decided from the ticket's detail alone, as a pure function.
+ *
+ * The reply is found when the detail holds a message by the token's user with the same text (both trimmed), created
+ * no earlier than the row entered `sending` (less a margin for clock skew between us and the service), that no other
+ * outbox row has claimed. When the token's user is not known yet, any agent's message counts — which can only make
+ * the answer "ambiguous" more often, never "absent" wrongly.
+ *
+ * "Absent" is only said when no such recent message exists at all; a recent message by the user with another text
+ * (the service may alter or cut the text, or someone else posted as the same user) is "ambiguous": the row then ends
+ * `failed` rather than risk posting the reply twice.
+ */
+
+export type Reconciliation =
+  | { outcome: 'posted'; message: MessageRow }
+  | { outcome: 'absent' }
+  | { outcome: 'ambiguous'; reason: string };
+
+export interface ReconcileInput {
+  /** The ticket's messages, as mapped from a detail fetched after the POST could have happened. */
+  messages: readonly MessageRow[];
+  /** The row's message. */
+  text: string;
+  /** When the row entered `sending`: the POST cannot have been made before. */
+  sendingSince: string;
+  /** Message ids other outbox rows were matched with. */
+  claimed: ReadonlySet<string>;
+  /** The token's user (the API's `user` object), or null when not known yet. */
+  self: unknown;
+  /** Tolerated clock skew between this host and the service. @default 60000 */
+  marginMs?: number;
+}
+
+export function reconcile(input: ReconcileInput): Reconciliation {
+  const since = toEpochMicros(input.sendingSince);
+  if (since === null) throw new TypeError(`sendingSince is not a timestamp: ${input.sendingSince}`);
+  const earliest = since - BigInt(input.marginMs ?? 60_000) * 1000n;
+  const text = replyText(input.text);
+  const recent = input.messages
+    .filter((m) => isAuthoredBy(m.author, input.self) && !input.claimed.has(m.id) && !createdBefore(m, earliest))
+    .sort(byCreatedAt);
+  const same = recent.find((m) => m.message !== null && replyText(m.message) === text);
+  if (same) return { outcome: 'posted', message: same };
+  const other = recent[0];
+  if (!other) return { outcome: 'absent' };
+  const who = input.self === null ? 'an agent' : "the token's user";
+  return {
+    outcome: 'ambiguous',
+    reason:
+      `the POST's outcome is unknown, and ${who} posted message ${other.id} at ${other.createdAt ?? 'an unknown time'} ` +
+      'with a different text: it may be this reply, altered by the service. Not sent again, to rule out a duplicate; ' +
+      'check the ticket, and set state back to pending to send it anyway',
+  };
+}
+
+/** Whether a message's `user` is the token's user; any user when that is not known. Inbound messages have none. */
+function isAuthoredBy(author: unknown, self: unknown): boolean {
+  if (author === null || author === undefined) return false;
+  if (self === null || self === undefined) return true;
+  if (isObject(author) && isObject(self) && author.id !== undefined && self.id !== undefined) {
+    return String(author.id) === String(self.id);
+  }
+  return JSON.stringify(author) === JSON.stringify(self);
+}
+
+/** A message without a usable time cannot be ruled out: it counts as recent. */
+function createdBefore(m: MessageRow, earliest: bigint): boolean {
+  const at = m.createdAt === null ? null : toEpochMicros(m.createdAt);
+  return at !== null && at < earliest;
+}
+
+function byCreatedAt(a: MessageRow, b: MessageRow): number {
+  const x = a.createdAt === null ? null : toEpochMicros(a.createdAt);
+  const y = b.createdAt === null ? null : toEpochMicros(b.createdAt);
+  if (x === y) return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  if (x === null) return 1;
+  if (y === null) return -1;
+  return x < y ? -1 : 1;
+}

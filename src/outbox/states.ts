@@ -1,0 +1,54 @@
+import type { OutboxState } from '../db/schema.ts';
+
+/**
+ * The reply outbox's state machine, as data. A row is INSERTed `pending` by any SQL client and ends `sent` or `failed`:
+ *
+ *   pending → sending   claimed: committed before the POST, so a crash after it can never lead to a blind re-send
+ *   pending → failed    the text is too short for the service once trimmed: nothing is sent
+ *   sending → sent      the POST answered 201, or the ticket's detail shows the reply (reconciliation)
+ *   sending → failed    the service refused the reply (404, 4xx), the tries are used up, or the outcome is ambiguous
+ *   sending → pending   the POST certainly did not post: refused before the service took it (budget, 429, token),
+ *                       or reconciliation found no trace of it
+ *   sending → sending   the outcome is unknown for now (server error, timeout, a crash): check again later
+ *
+ * `sent` and `failed` are final: the deliverer never leaves them (a person may re-queue a failed row with SQL).
+ */
+export const OUTBOX_TRANSITIONS = {
+  pending: ['sending', 'failed'],
+  sending: ['sent', 'failed', 'pending', 'sending'],
+  sent: [],
+  failed: [],
+} as const satisfies Record<OutboxState, readonly OutboxState[]>;
+
+export function canTransition(from: OutboxState, to: OutboxState): boolean {
+  return (OUTBOX_TRANSITIONS[from] as readonly OutboxState[]).includes(to);
+}
+
+/** The service's minimum length of a reply (spec, Endpoint 6), counted in characters once trimmed. */
+const MIN_REPLY_LENGTH = 3;
+
+/**
+ * The text to send: trimmed, as the service stores it (it trims every input before the length rule), so the message
+ * row written at once matches the one the next detail shows.
+ */
+export function replyText(message: string): string {
+  return message.trim();
+}
+
+/** Why the service would reject this text, or null when it is long enough. Counts characters, not UTF-16 units. */
+export function replyTextProblem(message: string): string | null {
+  const length = [...replyText(message)].length;
+  if (length >= MIN_REPLY_LENGTH) return null;
+  return `the reply must be at least ${MIN_REPLY_LENGTH} characters long once trimmed (it has ${length})`;
+}
+
+/** POSTs tried per row before it ends `failed`. */
+export const MAX_ATTEMPTS = 5;
+
+/**
+ * How long after a failure whose outcome is unknown the row is checked against the ticket's detail: 1 min, doubling,
+ * at most 30 min. The wait also gives a service that lists a new message late the time to show it.
+ */
+export function recheckDelayMs(attempts: number): number {
+  return Math.min(30 * 60_000, 60_000 * 2 ** Math.max(0, attempts - 1));
+}

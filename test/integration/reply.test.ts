@@ -1,0 +1,127 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase, queryRows, sql } from '../../src/db/connect.ts';
+import { NotFoundError } from '../../src/errors.ts';
+import { postReply } from '../../src/outbox/postReply.ts';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { backends, type TestDatabase } from '../helpers/db.ts';
+import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+
+describe.each(backends)('postReply on $name against the simulator', ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+  const deps = () => ({ db: m.db, client: m.engine.client, clock: m.clock });
+
+  beforeEach(async () => {
+    database = await open();
+    m = await virtualMirror(database);
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  it('posts once, through the ledger, and writes the message into a mirrored ticket at once', async () => {
+    const ticketId = m.sim.model.randomTicketId('open')!;
+    await m.runUntil(async () => (await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticketId} and detail_synced_at is not null`)) === 1);
+    // Past the minute whose budget the sync may have spent.
+    m.clock.advance(61_000);
+    const requestsBefore = m.sim.log.length;
+
+    const posted = await postReply(deps(), ticketId, 'On its way.\n');
+    expect(m.sim.log.slice(requestsBefore).map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([`POST /api/v1/ticket/${ticketId}/reply 201`]);
+    const truth = m.sim.model.detail(ticketId)!.messages.at(-1)!;
+    expect(posted).toMatchObject({ ticketId, messageId: truth.id, text: 'On its way.' });
+    const [row] = await queryRows<{ ticket_id: string; message: string; message_type: string }>(
+      m.db,
+      sql`select ticket_id, message, message_type from messages where id = ${truth.id}`,
+    );
+    expect(row).toEqual({ ticket_id: ticketId, message: 'On its way.', message_type: 'outbound' });
+    expect(await count(m.db, sql`select count(*)::int as n from api_requests where kind = 'reply' and status = 201`)).toBe(1);
+    // The reply changed the ticket in ways no list shows: its detail is due.
+    expect(await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticketId} and detail_due_since is not null`)).toBe(1);
+  });
+
+  it('throws NotFoundError for an unknown ticket and records nothing but the request', async () => {
+    await expect(postReply(deps(), 'NoSuchTicket', 'Hello there')).rejects.toBeInstanceOf(NotFoundError);
+    expect(await count(m.db, sql`select count(*)::int as n from tickets`)).toBe(0);
+    expect(await count(m.db, sql`select count(*)::int as n from api_requests where status = 404`)).toBe(1);
+  });
+});
+
+const BIN = fileURLToPath(new URL('../../bin/ticket-mirror.js', import.meta.url));
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real command line in a child process (asynchronously: the simulator answers from this process). */
+function runCli(args: string[], env: Record<string, string>, cwd: string, stdin = ''): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+describe('ticket-mirror reply, as a child process on the embedded database', () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 3, openTickets: 4, resolvedTickets: 2 });
+    dir = mkdtempSync(join(tmpdir(), 'tm-reply-cli-'));
+    env = { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_DIR: join(dir, 'pglite'), LOG_LEVEL: 'silent' };
+  });
+  afterAll(async () => {
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('posts the reply read from stdin, prints its id, exits 0, and the message is in the database', async () => {
+    const ticketId = sim.model.randomTicketId('open')!;
+    const result = await runCli(['reply', ticketId, '-'], env, dir, 'Thanks for your patience.\n');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    const truth = sim.model.detail(ticketId)!.messages.at(-1)!;
+    expect(truth.message).toBe('Thanks for your patience.');
+    expect(result.stdout).toBe(`${truth.id}\n`);
+    const database = await openDatabase({ pgliteDir: env.PGLITE_DIR! });
+    try {
+      const rows = await queryRows<{ id: string; ticket_id: string }>(database.db, sql`select id, ticket_id from messages`);
+      expect(rows).toEqual([{ id: truth.id, ticket_id: ticketId }]);
+      expect(await count(database.db, sql`select count(*)::int as n from api_requests where method = 'POST'`)).toBe(1);
+    } finally {
+      await database.close();
+    }
+  }, 60_000);
+
+  it('refuses a message too short once trimmed with exit 2, before any request', async () => {
+    const before = sim.log.length;
+    const result = await runCli(['reply', sim.model.randomTicketId('open')!, '  ok \n'], env, dir);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/at least 3 characters.*nothing was sent/);
+    expect(result.stdout).toBe('');
+    expect(sim.log.length).toBe(before);
+  }, 60_000);
+
+  it('exits 1 with "not found" for an unknown ticket, and 2 for a rejected token', async () => {
+    const missing = await runCli(['reply', 'NoSuchTicket', 'Hello there'], env, dir);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/ticket NoSuchTicket not found/);
+    const rejected = await runCli(['reply', sim.model.randomTicketId('open')!, 'Hello there'], { ...env, TICKETS_API_TOKEN: 'wrong' }, dir);
+    expect(rejected.code).toBe(2);
+    expect(rejected.stderr).toMatch(/rejected the token/);
+  }, 60_000);
+});

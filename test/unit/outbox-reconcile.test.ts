@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { reconcile, type ReconcileInput } from '../../src/outbox/reconcile.ts';
+import { canTransition, OUTBOX_TRANSITIONS, recheckDelayMs, replyTextProblem } from '../../src/outbox/states.ts';
+import type { MessageRow } from '../../src/sync/mapping.ts';
+
+const SELF = { id: 'agent-self', name: 'Me', email: 'me@example.com' };
+const OTHER = { id: 'agent-2', name: 'Other', email: 'other@example.com' };
+const SINCE = '2026-01-05T09:00:00.000000Z';
+
+function message(id: string, text: string, createdAt: string | null, author: unknown = SELF): MessageRow {
+  return {
+    id,
+    ticketId: 't1',
+    messageType: author === null ? 'inbound' : 'outbound',
+    ticketStatus: 'open',
+    message: text,
+    outboundSent: author !== null,
+    outboundDeliveredAt: null,
+    outboundBounced: false,
+    outboundSpamComplaint: false,
+    outboundError: null,
+    createdAt,
+    author,
+  };
+}
+
+const input = (messages: MessageRow[], over: Partial<ReconcileInput> = {}): ReconcileInput => ({
+  messages,
+  text: '  Thanks, fixed now.\n',
+  sendingSince: SINCE,
+  claimed: new Set(),
+  self: SELF,
+  ...over,
+});
+
+describe('reconcile', () => {
+  it('finds the reply by text (trimmed), author and time', () => {
+    const found = message('m2', 'Thanks, fixed now.', '2026-01-05T09:00:01.123456Z');
+    const verdict = reconcile(input([message('m1', 'Hello', '2026-01-04T10:00:00.000000Z', null), found]));
+    expect(verdict).toEqual({ outcome: 'posted', message: found });
+  });
+
+  it('tolerates a minute of clock skew, not more', () => {
+    const skewed = message('m2', 'Thanks, fixed now.', '2026-01-05T08:59:30.000000Z');
+    expect(reconcile(input([skewed])).outcome).toBe('posted');
+    const older = message('m3', 'Thanks, fixed now.', '2026-01-05T08:58:00.000000Z');
+    expect(reconcile(input([older])).outcome).toBe('absent');
+  });
+
+  it('skips messages claimed by other rows and takes the earliest unclaimed one', () => {
+    const a = message('a', 'Thanks, fixed now.', '2026-01-05T09:00:01.000000Z');
+    const b = message('b', 'Thanks, fixed now.', '2026-01-05T09:00:02.000000Z');
+    expect(reconcile(input([b, a]))).toEqual({ outcome: 'posted', message: a });
+    expect(reconcile(input([b, a], { claimed: new Set(['a']) }))).toEqual({ outcome: 'posted', message: b });
+    expect(reconcile(input([b, a], { claimed: new Set(['a', 'b']) })).outcome).toBe('absent');
+  });
+
+  it('ignores inbound messages and, when the token user is known, other agents', () => {
+    const inbound = message('i', 'Thanks, fixed now.', '2026-01-05T09:00:01.000000Z', null);
+    const other = message('o', 'Something else', '2026-01-05T09:00:02.000000Z', OTHER);
+    expect(reconcile(input([inbound, other])).outcome).toBe('absent');
+  });
+
+  it('calls a recent reply by the user with another text ambiguous, never absent', () => {
+    const altered = message('x', 'Thanks, fixed n…', '2026-01-05T09:00:01.000000Z');
+    const verdict = reconcile(input([altered]));
+    expect(verdict.outcome).toBe('ambiguous');
+    expect(verdict.outcome === 'ambiguous' && verdict.reason).toMatch(/message x .*different text/);
+  });
+
+  it('with the token user unknown, any agent counts: more ambiguous, never wrongly absent', () => {
+    const other = message('o', 'Something else', '2026-01-05T09:00:02.000000Z', OTHER);
+    expect(reconcile(input([other], { self: null })).outcome).toBe('ambiguous');
+    const same = message('s', 'Thanks, fixed now.', '2026-01-05T09:00:03.000000Z', OTHER);
+    expect(reconcile(input([other, same], { self: null }))).toEqual({ outcome: 'posted', message: same });
+  });
+
+  it('counts a message without a time as recent', () => {
+    expect(reconcile(input([message('n', 'Thanks, fixed now.', null)])).outcome).toBe('posted');
+  });
+});
+
+describe('outbox states', () => {
+  it('allows only the documented transitions; sent and failed are final', () => {
+    expect(canTransition('pending', 'sending')).toBe(true);
+    expect(canTransition('pending', 'sent')).toBe(false);
+    expect(canTransition('sending', 'pending')).toBe(true);
+    expect(OUTBOX_TRANSITIONS.sent).toEqual([]);
+    expect(OUTBOX_TRANSITIONS.failed).toEqual([]);
+  });
+
+  it('checks the text as the service does: three characters once trimmed, counted as characters', () => {
+    expect(replyTextProblem('  ok \n')).toMatch(/at least 3 characters/);
+    expect(replyTextProblem('\n\tab\t')).toMatch(/it has 2/);
+    expect(replyTextProblem('👍👍👍')).toBeNull();
+    expect(replyTextProblem('yes')).toBeNull();
+  });
+
+  it('backs off exponentially, capped at 30 minutes', () => {
+    expect([1, 2, 3, 4, 5, 6, 10].map(recheckDelayMs)).toEqual([60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000]);
+  });
+});
