@@ -15,6 +15,8 @@
 
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 24 * 60 * MINUTE_MS;
+/** Sampled minutes below which the estimate of other clients' use is diluted (4 h). */
+const MIN_SAMPLED_MINUTES = 240;
 
 export interface BudgetLimits {
   daily: number;
@@ -25,6 +27,8 @@ export interface BudgetLimits {
 
 export interface LedgerSample {
   at: number;
+  /** HTTP status, when a response arrived: a 429 says nothing of other clients (its Retry-After is obeyed instead). */
+  status?: number | null;
   /** Server's x-ratelimit-remaining after this request, when known. */
   remaining: number | null;
   /** Server's x-ratelimit-limit, when known. */
@@ -107,7 +111,9 @@ export function budgetAt(limits: BudgetLimits, samples: readonly LedgerSample[],
  * Other clients' use of the token, from the server's headers. After each of our requests the server says how many
  * requests remain in its minute; `limit - remaining` were used by everyone, of which our ledger explains those we sent
  * in the previous 60 s (a sliding count, never smaller than the server's own window count). The excess is someone
- * else's. Averaged over the samples of the last 24 h and projected to a day, it estimates their daily use.
+ * else's. Taking the largest excess of each clock minute we sampled, their sum is what we saw of the others; scaled to
+ * the day by the share of minutes we sampled (at least 4 h worth, so one burst cannot take the day away) it estimates
+ * their daily use. A 429 says nothing here: its Retry-After is obeyed instead.
  */
 function foreignUse(
   limits: BudgetLimits,
@@ -115,21 +121,23 @@ function foreignUse(
   first: number,
   now: number,
 ): { perDay: number; lastMinuteRemaining: number | null } {
-  let total = 0;
-  let count = 0;
+  const perMinute = new Map<number, number>();
   let windowStart = first;
   let lastMinuteRemaining: number | null = null;
   for (let i = first; i < samples.length; i++) {
     const s = samples[i]!;
     while (samples[windowStart]!.at <= s.at - MINUTE_MS) windowStart++;
-    if (s.remaining === null) continue;
+    if (s.remaining === null || s.status === 429) continue;
     const ours = i - windowStart + 1;
     const everyone = (s.limit ?? limits.minute) - s.remaining;
-    total += Math.max(0, everyone - ours);
-    count++;
+    const bucket = Math.floor(s.at / MINUTE_MS);
+    perMinute.set(bucket, Math.max(perMinute.get(bucket) ?? 0, everyone - ours));
     if (s.at > now - MINUTE_MS) lastMinuteRemaining = s.remaining - (samples.length - 1 - i);
   }
-  return { perDay: count === 0 ? 0 : (total / count) * (DAY_MS / MINUTE_MS), lastMinuteRemaining };
+  let seen = 0;
+  for (const n of perMinute.values()) seen += Math.max(0, n);
+  const perDay = Math.min(limits.daily, (seen * (DAY_MS / MINUTE_MS)) / Math.max(perMinute.size, MIN_SAMPLED_MINUTES));
+  return { perDay, lastMinuteRemaining };
 }
 
 /** Index of the first sample with `at > t`. */

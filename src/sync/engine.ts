@@ -233,7 +233,7 @@ export class SyncEngine {
     const requestedAt = isoMicros(this.#o.clock.now());
     const { db } = this.#o;
     try {
-      const response = await this.client.detail(id);
+      const response = await this.client.detail(id, kind);
       const mapped = mapDetail(response.body, id);
       if (mapped.problems.length > 0) this.#o.logger.warn({ ticket: id, problems: mapped.problems }, 'odd values in a ticket detail');
       const result = await db.transaction((tx) => writeDetail(tx, mapped, isoMicros(response.at), requestedAt));

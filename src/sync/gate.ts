@@ -100,7 +100,7 @@ export class BudgetGate implements RequestGate {
 
   /** Appends a ledger entry (the client calls this through its `record` callback) and forgets what left the window. */
   note(entry: LedgerEntry): void {
-    const sample = { at: entry.at, remaining: entry.ratelimitRemaining, limit: entry.ratelimitLimit };
+    const sample = { at: entry.at, remaining: entry.ratelimitRemaining, limit: entry.ratelimitLimit, status: entry.status };
     let i = this.#samples.length;
     while (i > 0 && this.#samples[i - 1]!.at > sample.at) i--;
     this.#samples.splice(i, 0, sample);

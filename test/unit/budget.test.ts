@@ -42,6 +42,28 @@ describe('budgetAt', () => {
     expect(b.dailyAllowed).toBeLessThan(1296);
   });
 
+  it('gives the token to another client that uses it all day', () => {
+    // One sample a minute for 6 h, each showing 2 requests of someone else's: about 2,880 a day, more than the limit.
+    const samples = Array.from({ length: 360 }, (_, i) => at(T0 - 6 * 3_600_000 + i * MINUTE_MS, 57));
+    const b = budgetAt(limits, samples, T0);
+    expect(b.foreignPerDay).toBe(1440);
+    expect(b.dailyAllowed).toBe(0);
+  });
+
+  it('takes no 429 for another client (its Retry-After is obeyed instead)', () => {
+    const b = budgetAt(limits, [{ at: T0 - 10_000, remaining: 0, limit: 60, status: 429 }], T0);
+    expect(b.foreignPerDay).toBe(0);
+    expect(b.dailyAllowed).toBe(1296);
+  });
+
+  it('does not let one burst of another client take the day away', () => {
+    const b = budgetAt(limits, [at(T0 - 10_000, 10)], T0);
+    // 49 foreign requests in one sampled minute, diluted over 4 h of minutes: about 294 a day, 144 of them reserved.
+    expect(b.foreignPerDay).toBe(294);
+    expect(b.dailyAllowed).toBe(1296 - (294 - 144));
+    expect(b.minuteLeft).toBe(Math.max(0, 1 + (10 - 6) - 1));
+  });
+
   it('sees no other client when the server agrees with the ledger', () => {
     const samples = [at(T0 - 20_000, 59), at(T0 - 10_000, 58)];
     const b = budgetAt(limits, samples, T0);

@@ -12,10 +12,15 @@ export async function insertRequest(tx: Tx, e: LedgerEntry): Promise<void> {
 
 /** The ledger's samples since `since` (epoch ms), oldest first. */
 export async function loadSamples(tx: Tx, since: number, minuteLimit: number): Promise<LedgerSample[]> {
-  const rows = await queryRows<{ at_ms: string | number; remaining: number | null }>(
+  const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null }>(
     tx,
-    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining
+    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status
         from api_requests where at > ${isoMicros(since)}::timestamptz order by at, id`,
   );
-  return rows.map((r) => ({ at: Number(r.at_ms), remaining: r.remaining, limit: r.remaining === null ? null : minuteLimit }));
+  return rows.map((r) => ({
+    at: Number(r.at_ms),
+    remaining: r.remaining,
+    limit: r.remaining === null ? null : minuteLimit,
+    status: r.status,
+  }));
 }
