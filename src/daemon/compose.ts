@@ -21,8 +21,18 @@ export function createEngine(config: Config, database: Database, logger: Logger,
   return engine;
 }
 
-/** One log line per pass that did anything: what it did and what it spent. */
+/**
+ * One log line per pass that did anything: what it did and what it spent. At debug, when each pass starts; at trace,
+ * every request and every detail fetched.
+ */
 export function logPasses(engine: SyncEngine, logger: Logger): void {
+  engine.events.on('pass:started', ({ plan }) =>
+    logger.debug({ polls: plan.polls, due: plan.due, backfill: plan.backfill, revalidate: plan.revalidate }, 'sync pass started'),
+  );
+  engine.events.on('request:sent', (r) =>
+    logger.trace({ kind: r.kind, method: r.method, path: r.path, status: r.status, durationMs: r.durationMs, ratelimitRemaining: r.ratelimitRemaining }, 'request'),
+  );
+  engine.events.on('detail:fetched', ({ id, changed, kind }) => logger.trace({ ticket: id, changed, kind }, 'ticket detail stored'));
   engine.events.on('pass:finished', (s: PassSummary) => {
     if (s.requests === 0 && s.errors.length === 0) return;
     const budget = engine.gate.snapshot(s.finishedAt);

@@ -7,12 +7,13 @@ import type { PassSummary } from '../sync/events.ts';
 import { describePlan } from './describePlan.ts';
 
 /**
- * The daemon's lifecycle. node-cron ticks every 15 s; each tick runs one pass unless one is running or the daemon
- * is backing off. Most ticks request nothing: the planner decides when a list is due.
+ * The sync loop of one engine. node-cron ticks every 15 s; each tick runs one pass unless one is running or the
+ * daemon is backing off. Most ticks request nothing: the planner decides when a list is due.
  *
  * Back-off: after a pass that ended on server trouble, the next waits 1 min, doubling to 30 min; after a rejected
  * token, 15 min doubling to 2 h (one request per try). start() and stop() are idempotent; stop() lets the running
- * pass finish (or aborts it after `graceMs`).
+ * pass finish. To cut a pass short, abort the signal the engine was built with and hand the same one here: the
+ * daemon then stops too. (`Replica` does both, for a term of leadership.)
  */
 
 export interface DaemonOptions {
@@ -21,8 +22,10 @@ export interface DaemonOptions {
   logger: Logger;
   /** Cron expression of the tick. @default every 15 seconds */
   schedule?: string;
-  /** Extra work each tick, after the pass (the reply outbox). */
-  afterPass?: () => Promise<void>;
+  /** Extra work each tick, after the pass (the reply outbox); it should give up when `signal` aborts. */
+  afterPass?: (signal: AbortSignal) => Promise<void>;
+  /** Aborting it stops the daemon: no new pass starts, and a failure it caused is not reported as one. */
+  signal?: AbortSignal;
 }
 
 export type DaemonHealth = { state: 'starting' | 'ok' | 'failing' | 'auth_failed' | 'stopped'; reason: string | null; lastPass: PassSummary | null };
@@ -35,9 +38,11 @@ export class Daemon {
   #failures = 0;
   #notBefore = 0;
   #health: DaemonHealth = { state: 'starting', reason: null, lastPass: null };
+  readonly #signal: AbortSignal;
 
   constructor(options: DaemonOptions) {
     this.#o = options;
+    this.#signal = options.signal ?? new AbortController().signal;
   }
 
   get health(): DaemonHealth {
@@ -45,10 +50,16 @@ export class Daemon {
   }
 
   async start(): Promise<void> {
-    if (this.#task) return;
-    const plan = await this.#o.engine.plan();
-    this.#o.logger.info({ plan: plan.daily }, describePlan(plan));
+    if (this.#task || this.#stopping || this.#signal.aborted) return;
     this.#task = cron.schedule(this.#o.schedule ?? '*/15 * * * * *', () => this.tick(), { noOverlap: true, name: 'ticket-mirror-sync' });
+    this.#signal.addEventListener('abort', () => void this.stop(), { once: true });
+    try {
+      const plan = await this.#o.engine.plan();
+      this.#o.logger.info({ plan: plan.daily }, describePlan(plan));
+    } catch (error) {
+      // The first tick meets the same trouble and backs off; the plan is only shown.
+      this.#o.logger.warn({ err: coerceError(error).message }, 'could not compute the plan');
+    }
     void this.tick();
   }
 
@@ -73,6 +84,10 @@ export class Daemon {
       if (summary.stoppedBy === 'RateLimitedError') this.#notBefore = this.#o.engine.gate.snapshot().nextSlotAt;
     } catch (error) {
       const e = coerceError(error);
+      if (this.#signal.aborted) {
+        this.#o.logger.info({ reason: coerceError(this.#signal.reason).message }, 'sync pass interrupted');
+        return;
+      }
       if (e instanceof AuthError) {
         this.#backOff(now, 15 * 60_000, 2 * 3_600_000, e.message);
         this.#health = { ...this.#health, state: 'auth_failed', reason: e.message };
@@ -83,7 +98,7 @@ export class Daemon {
       }
     }
     try {
-      await this.#o.afterPass?.();
+      await this.#o.afterPass?.(this.#signal);
     } catch (error) {
       this.#o.logger.error({ err: coerceError(error).message }, 'after-pass work failed');
     }

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { LedgerEntry } from '../api/client.ts';
 import type { ListName } from '../api/endpoints.ts';
 import type { Plan } from './planner.ts';
 
@@ -12,6 +13,8 @@ export interface SyncEventMap {
   'detail:deleted': [{ id: string }];
   'detail:failed': [{ id: string; error: Error }];
   'budget:low': [{ dailyLeft: number; dailyAllowed: number }];
+  /** One request sent, whatever its outcome: what the ledger records. */
+  'request:sent': [LedgerEntry];
 }
 
 export interface PassSummary {

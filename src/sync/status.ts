@@ -2,7 +2,7 @@ import type { Config } from '../config/loadConfig.ts';
 import { queryRows, sql, type Db } from '../db/connect.ts';
 import { loadSamples } from '../db/repos/ledger.ts';
 import { countWork, listStates, requestCounts } from '../db/repos/work.ts';
-import { canonicalTimestamp } from '../time.ts';
+import { canonicalTimestamp, isoMicros } from '../time.ts';
 import { budgetAt, DAY_MS, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
 import type { ListName } from '../api/endpoints.ts';
@@ -50,11 +50,11 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
       count(*) filter (where in_resolved and deleted_at is null)::int as resolved,
       count(*) filter (where missing_since is not null and deleted_at is null)::int as missing,
       count(*) filter (where deleted_at is not null)::int as deleted,
-      count(*) filter (where detail_synced_at is not null)::int as fetched,
+      count(*) filter (where detail_synced_at is not null and deleted_at is null)::int as fetched,
       count(*) filter (where detail_due_since is not null)::int as due,
       min(detail_due_since) as oldest_due,
       min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
-      (percentile_cont(0.5) within group (order by extract(epoch from (now() - detail_synced_at)) / 60)
+      (percentile_cont(0.5) within group (order by extract(epoch from (${isoMicros(now)}::timestamptz - detail_synced_at)) / 60)
         filter (where in_open and deleted_at is null and detail_synced_at is not null)) as median_open_age
       from tickets`,
   );

@@ -1,0 +1,113 @@
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config/loadConfig.ts';
+import type { Database, Db } from '../db/connect.ts';
+import { serveEmbeddedDatabase, type EmbeddedDatabaseServer } from '../db/sqlSocket.ts';
+import { ConfigError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { SyncEngine } from '../sync/engine.ts';
+import { createEngine } from './compose.ts';
+import { localLeadership, postgresLeadership, type Leadership } from './leader.ts';
+import { DaemonMetrics } from './metrics.ts';
+import { Replica } from './replica.ts';
+import { startStatusServer, type StatusServer } from './statusServer.ts';
+
+/**
+ * Everything `run` keeps running, put together from the configuration: the SQL socket of the embedded database
+ * (PGLITE_PORT), the competition for leadership, the sync daemon of each term, the metrics, and the HTTP server
+ * (HTTP_HOST:HTTP_PORT). The database is opened and migrated by the caller, who also closes it after `stop()`.
+ */
+
+export interface ServiceOptions {
+  config: Config;
+  database: Database;
+  logger: Logger;
+  clock: Clock;
+  /**
+   * Makes each term's work after every pass (the reply outbox), from the term's engine and the database handle the
+   * daemon must use (the SQL socket's, when it serves the embedded database), e.g.
+   * `({ db, engine }) => outboxAfterPass({ db, clock, logger, client: () => engine.client })`.
+   */
+  afterPass?: (term: { db: Db; engine: SyncEngine }) => (signal: AbortSignal) => Promise<void>;
+  /** Leadership to compete for. @default an advisory lock on PostgreSQL, local on the embedded database */
+  leadership?: Leadership;
+  /** See Replica. @default 5000 */
+  graceMs?: number;
+}
+
+export interface Service {
+  readonly replica: Replica;
+  readonly metrics: DaemonMetrics;
+  /** The HTTP server, unless HTTP_PORT is 0. */
+  readonly http: StatusServer | undefined;
+  /** The embedded database's SQL socket, when it is served. */
+  readonly sql: EmbeddedDatabaseServer | undefined;
+  /** Stops the sync gracefully, then the servers. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startService(o: ServiceOptions): Promise<Service> {
+  const { config, logger, clock } = o;
+  let sqlServer: EmbeddedDatabaseServer | undefined;
+  let http: StatusServer | undefined;
+  try {
+    if (o.database.kind === 'pglite' && config.pglitePort > 0) {
+      sqlServer = await listening('PGLITE_PORT', config.pglitePort, () =>
+        serveEmbeddedDatabase(o.database, { port: config.pglitePort, logger }),
+      );
+    }
+    // While the SQL socket serves the embedded database, the daemon's queries must take turns through its handle.
+    const database: Database = sqlServer ? { ...o.database, db: sqlServer.db } : o.database;
+    const metrics = new DaemonMetrics();
+    const replica = new Replica({
+      leadership: o.leadership ?? defaultLeadership(config, database, logger),
+      engine: (signal) => createEngine(config, database, logger, clock, signal),
+      clock,
+      logger,
+      afterPass: o.afterPass && ((engine) => o.afterPass!({ db: database.db, engine })),
+      graceMs: o.graceMs,
+    });
+    replica.events.on('leader:acquired', ({ engine }) => metrics.observe(engine));
+    if (config.httpPort > 0) {
+      http = await listening('HTTP_PORT', config.httpPort, () =>
+        startStatusServer({ host: config.httpHost, port: config.httpPort, db: database.db, config, clock, logger, replica, metrics }),
+      );
+    }
+    replica.start();
+    let stopped: Promise<void> | undefined;
+    return {
+      replica,
+      metrics,
+      http,
+      sql: sqlServer,
+      stop() {
+        stopped ??= (async () => {
+          await replica.stop();
+          await http?.close();
+          await sqlServer?.close();
+        })();
+        return stopped;
+      },
+    };
+  } catch (error) {
+    await http?.close();
+    await sqlServer?.close();
+    throw error;
+  }
+}
+
+function defaultLeadership(config: Config, database: Database, logger: Logger): Leadership {
+  if (database.kind === 'pglite' || !config.databaseUrl) return localLeadership();
+  return postgresLeadership({ databaseUrl: config.databaseUrl, schema: database.schema, logger });
+}
+
+/** Starts a server on a configured port; a busy port is a configuration problem, reported with its variable. */
+async function listening<T>(variable: string, port: number, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new ConfigError([`${variable}=${port} is in use by another program: choose another port, or 0 to turn it off`]);
+    }
+    throw error;
+  }
+}

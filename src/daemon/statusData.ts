@@ -1,0 +1,72 @@
+import type { Config } from '../config/loadConfig.ts';
+import { queryRows, sql, type Db } from '../db/connect.ts';
+import { mirrorStatus, type MirrorStatus } from '../sync/status.ts';
+import { canonicalTimestamp, isoMicros } from '../time.ts';
+import type { Readiness } from './readiness.ts';
+import type { ReplicaHealth } from './replica.ts';
+
+const HOUR_MS = 3_600_000;
+
+/** Requests of one clock hour (UTC). */
+export interface HourBar {
+  /** Start of the hour, epoch ms. */
+  start: number;
+  requests: number;
+  /** Requests that got no answer, a 429 or a server error. */
+  failed: number;
+}
+
+export interface RecentError {
+  /** When the pass started (canonical timestamp). */
+  at: string;
+  error: string;
+}
+
+/** Everything the status page shows; read from the database alone, like `status`. */
+export interface StatusPageData {
+  status: MirrorStatus;
+  health: ReplicaHealth;
+  readiness: Readiness;
+  /** The 24 clock hours up to the current one, oldest first. */
+  hours: HourBar[];
+  /** The last passes that recorded an error, newest first. */
+  errors: RecentError[];
+}
+
+export async function loadStatusPageData(
+  db: Db,
+  config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>,
+  now: number,
+  health: ReplicaHealth,
+  readiness: Readiness,
+): Promise<StatusPageData> {
+  const [status, hours, errors] = await Promise.all([mirrorStatus(db, config, now), requestsPerHour(db, now), recentErrors(db, 10)]);
+  return { status, health, readiness, hours, errors };
+}
+
+/** The ledger by clock hour over the last 24 h, every hour present (zeros included). */
+export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
+  const rows = await queryRows<{ hour_ms: string | number; requests: number; failed: number }>(
+    db,
+    sql`select (extract(epoch from date_trunc('hour', at, 'UTC')) * 1000)::bigint as hour_ms,
+          count(*)::int as requests,
+          count(*) filter (where status is null or status = 429 or status >= 500)::int as failed
+        from api_requests where at > ${isoMicros(now - 24 * HOUR_MS)}::timestamptz
+        group by 1`,
+  );
+  const byHour = new Map(rows.map((r) => [Number(r.hour_ms), r]));
+  const current = Math.floor(now / HOUR_MS) * HOUR_MS;
+  return Array.from({ length: 24 }, (_, i) => {
+    const start = current - (23 - i) * HOUR_MS;
+    const row = byHour.get(start);
+    return { start, requests: row?.requests ?? 0, failed: row?.failed ?? 0 };
+  });
+}
+
+export async function recentErrors(db: Db, limit: number): Promise<RecentError[]> {
+  const rows = await queryRows<{ started_at: string; error: string }>(
+    db,
+    sql`select started_at, error from sync_runs where error is not null order by started_at desc, id desc limit ${limit}`,
+  );
+  return rows.map((r) => ({ at: canonicalTimestamp(String(r.started_at)), error: r.error }));
+}

@@ -1,0 +1,134 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config/loadConfig.ts';
+import { queryRows, sql, type Db } from '../db/connect.ts';
+import { coerceError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { mirrorStatus } from '../sync/status.ts';
+import type { DaemonMetrics } from './metrics.ts';
+import { readiness } from './readiness.ts';
+import type { Replica } from './replica.ts';
+import { loadStatusPageData } from './statusData.ts';
+import { renderStatusPage } from './statusPage.ts';
+
+/**
+ * The daemon's HTTP server (node:http; four read-only routes, no framework needed):
+ *
+ * - `/healthz` — 200 while the process runs: a liveness probe that never touches the database.
+ * - `/readyz`  — 200 or 503 with a one-line reason: the database answers, and a leader's last pass neither failed
+ *                nor met a rejected token (see readiness.ts).
+ * - `/metrics` — Prometheus text; 503 when the database does not answer, as the mirror's gauges would be stale.
+ * - `/status`  — the HTML status page (`/` redirects there).
+ */
+
+export interface StatusServerOptions {
+  host: string;
+  /** 0 picks a free port (tests); the caller does not start the server at all when HTTP_PORT is 0. */
+  port: number;
+  db: Db;
+  config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>;
+  clock: Clock;
+  logger: Logger;
+  replica: Replica;
+  metrics: DaemonMetrics;
+  /** How long the readiness probe waits for the database. @default 3000 */
+  probeTimeoutMs?: number;
+}
+
+export interface StatusServer {
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening and drops open connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+interface Answer {
+  status: number;
+  type: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+const TEXT = 'text/plain; charset=utf-8';
+// The page inlines its CSS and SVG and runs no script; nothing else may load.
+const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export async function startStatusServer(o: StatusServerOptions): Promise<StatusServer> {
+  const probeDatabase = async (): Promise<string | null> => {
+    const timeoutMs = o.probeTimeoutMs ?? 3_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`no answer within ${timeoutMs / 1000} s (busy or unreachable)`), timeoutMs);
+    });
+    try {
+      return await Promise.race([queryRows(o.db, sql`select 1`).then(() => null), timeout]);
+    } catch (error) {
+      return coerceError(error).message;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const routes: Record<string, () => Promise<Answer>> = {
+    '/healthz': async () => ({ status: 200, type: TEXT, body: 'ok\n' }),
+    '/readyz': async () => {
+      const r = readiness(o.replica.health, await probeDatabase());
+      return { status: r.ready ? 200 : 503, type: TEXT, body: `${r.ready ? 'ready' : 'not ready'}: ${r.reason}\n` };
+    },
+    '/metrics': async () => {
+      o.metrics.update(await mirrorStatus(o.db, o.config, o.clock.now()), o.replica.role === 'leader');
+      return { status: 200, type: o.metrics.contentType, body: await o.metrics.text() };
+    },
+    '/status': async () => {
+      const health = o.replica.health;
+      const data = await loadStatusPageData(o.db, o.config, o.clock.now(), health, readiness(health, null));
+      return { status: 200, type: 'text/html; charset=utf-8', body: renderStatusPage(data), headers: { 'content-security-policy': PAGE_POLICY } };
+    },
+    '/': async () => ({ status: 302, type: TEXT, body: 'see /status\n', headers: { location: '/status' } }),
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const route = routes[path];
+    let answer: Answer;
+    if (!route) answer = { status: 404, type: TEXT, body: 'not found: try /status, /metrics, /healthz or /readyz\n' };
+    else if (req.method !== 'GET' && req.method !== 'HEAD') answer = { status: 405, type: TEXT, body: 'only GET\n', headers: { allow: 'GET, HEAD' } };
+    else {
+      try {
+        answer = await route();
+      } catch (error) {
+        o.logger.warn({ path, err: coerceError(error).message }, 'status server: could not answer');
+        answer = { status: 503, type: TEXT, body: `unavailable: ${coerceError(error).message}\n` };
+      }
+    }
+    res.writeHead(answer.status, { 'content-type': answer.type, 'cache-control': 'no-store', ...answer.headers });
+    res.end(req.method === 'HEAD' ? undefined : answer.body);
+  };
+
+  const server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (error) => o.logger.error({ err: error }, 'status server error'));
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
+  o.logger.info({ url: `${url}/status` }, 'health, metrics and status page served');
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+
+/**
+ * SIGTERM in the middle of a pass: every API answer is held back 20 s (a `slow` fault), so a request is in flight
+ * when the signal comes. `run` must exit 0 within 10 s all the same, and a second signal must end it at once.
+ */
+describe('run stops on a signal', () => {
+  let sim: RunningSimulator;
+  let run: RunProcess | undefined;
+
+  beforeEach(async () => {
+    sim = await startSimulator({ seed: 21, openTickets: 4, resolvedTickets: 4 });
+    sim.faults.inject({ kind: 'slow', delayMs: 20_000, times: 1_000 });
+  });
+  afterEach(async () => {
+    await run?.dispose();
+    sim.faults.clear();
+    await sim.close();
+  });
+
+  const startMidPass = async () => {
+    run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_PORT: '0', HTTP_PORT: String(await freePort()), LOG_LEVEL: 'info' });
+    await waitUntil('a request is in flight', () => sim.log.some((request) => request.status === 0), 90_000, run);
+    // Alive and mid-pass: the first pass has not finished.
+    expect((await get(`${run.httpUrl}/readyz`))?.status).toBe(503);
+    return run;
+  };
+
+  it('exits 0 within 10 s of SIGTERM, mid-pass', async ({ annotate }) => {
+    const r = await startMidPass();
+    const sent = performance.now();
+    r.child.kill('SIGTERM');
+    const { code } = await r.exited;
+    const tookMs = performance.now() - sent;
+    await annotate(`exited ${(tookMs / 1000).toFixed(1)} s after SIGTERM`);
+    expect(code).toBe(0);
+    expect(tookMs).toBeLessThan(10_000);
+    expect(r.output()).toContain('"msg":"stopped"');
+  }, 150_000);
+
+  it('a second signal forces the exit without waiting for the pass', async () => {
+    const r = await startMidPass();
+    r.child.kill('SIGTERM');
+    // Two signals sent back to back may reach the process as one: the second goes once the first has been handled.
+    await waitUntil('the first signal is handled', () => r.output().includes('stopping: letting the current pass finish'), 10_000, r);
+    r.child.kill('SIGTERM');
+    const { code } = await r.exited;
+    expect(code).toBe(128 + 15);
+    expect(r.output()).toContain('second signal: exiting now');
+    expect(r.output()).not.toContain('"msg":"stopped"');
+  }, 150_000);
+});

@@ -1,0 +1,54 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+
+const execFileAsync = promisify(execFile);
+
+/** psql, as a person would type it: `psql -h 127.0.0.1 -p PORT`. */
+async function psql(port: number, query: string): Promise<string> {
+  const { stdout } = await execFileAsync('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-XAtc', query], {
+    env: { ...process.env, PGCONNECT_TIMEOUT: '5' },
+  });
+  return stdout.trim();
+}
+
+const count = async (port: number, query: string) => Number(await psql(port, query).catch(() => '-1'));
+
+describe('run serves the embedded database over the PostgreSQL protocol', () => {
+  let sim: RunningSimulator;
+  let run: RunProcess | undefined;
+
+  beforeEach(async () => {
+    sim = await startSimulator({ seed: 31, openTickets: 8, resolvedTickets: 12 });
+  });
+  afterEach(async () => {
+    await run?.dispose();
+    await sim.close();
+  });
+
+  it('psql reads the mirror while `run` writes to it', async () => {
+    const sqlPort = await freePort();
+    run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_PORT: String(sqlPort), HTTP_PORT: String(await freePort()), LOG_LEVEL: 'info' });
+    const r = run;
+    await waitUntil('psql sees the polled lists', async () => (await count(sqlPort, 'select count(*) from tickets')) === 20, 90_000, r);
+
+    // The daemon fetches the details on its next ticks, while psql keeps reading.
+    const seen: number[] = [];
+    await waitUntil(
+      'details are written',
+      async () => {
+        seen.push(await count(sqlPort, 'select count(*) from tickets where detail_synced_at is not null'));
+        return seen.at(-1)! > 0;
+      },
+      90_000,
+      r,
+    );
+    expect(seen.every((n) => n >= 0)).toBe(true);
+    expect(await count(sqlPort, 'select count(*) from api_requests')).toBeGreaterThanOrEqual(5);
+    expect(await psql(sqlPort, `select current_setting('TimeZone')`)).toBe('UTC');
+    // The daemon is unharmed by its readers.
+    expect((await get(`${r.httpUrl}/readyz`))?.body).toContain('leader: syncing');
+  }, 200_000);
+});

@@ -1,0 +1,81 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { postgresUrl } from '../helpers/db.ts';
+import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+
+/**
+ * End to end: a reply INSERTed with SQL reaches the service exactly once through a running daemon, and appears in
+ * `messages` — also when the daemon is killed with SIGKILL and started again in the middle.
+ */
+describe.skipIf(!postgresUrl)('run delivers the reply outbox', () => {
+  let sim: RunningSimulator;
+  let schema: string;
+  let client: pg.Client;
+  const runs: RunProcess[] = [];
+
+  beforeEach(async () => {
+    sim = await startSimulator({ seed: 5, openTickets: 4, resolvedTickets: 4 });
+    schema = `tm_run_outbox_${randomBytes(4).toString('hex')}`;
+    client = new pg.Client({ connectionString: postgresUrl!, options: `-c search_path=${schema}` });
+    await client.connect();
+  });
+  afterEach(async () => {
+    await Promise.all(runs.splice(0).map((run) => run.dispose()));
+    await sim.close();
+    await client.query(`drop schema if exists "${schema}" cascade`);
+    await client.end();
+  });
+
+  const daemon = async () => {
+    const run = startRun({
+      TICKETS_API_URL: sim.url,
+      TICKETS_API_TOKEN: sim.token,
+      DATABASE_URL: postgresUrl!,
+      DB_SCHEMA: schema,
+      HTTP_PORT: String(await freePort()),
+      LOG_LEVEL: 'info',
+    });
+    runs.push(run);
+    await waitUntil('the daemon leads', async () => ((await get(`${run.httpUrl}/readyz`))?.body ?? '').includes('leader'), 90_000, run);
+    return run;
+  };
+  const posts = () => sim.log.filter((r) => r.method === 'POST').length;
+  const state = async (id: number) => (await client.query('select state, message_id from reply_outbox where id = $1', [id])).rows[0];
+
+  it('sends an inserted reply once, and records it in messages', async () => {
+    await daemon();
+    const ticket = sim.model.listOpen()[0]!.id;
+    const { rows } = await client.query('insert into reply_outbox (ticket_id, message) values ($1, $2) returning id', [ticket, 'Thanks — fixed in 4.2.']);
+    await waitUntil('the reply is sent', async () => (await state(rows[0].id))?.state === 'sent', 60_000);
+    const { message_id } = await state(rows[0].id);
+    expect(posts()).toBe(1);
+    const message = await client.query('select ticket_id, message from messages where id = $1', [message_id]);
+    expect(message.rows).toEqual([{ ticket_id: ticket, message: 'Thanks — fixed in 4.2.' }]);
+    expect(sim.model.detail(ticket)!.messages.filter((m) => m.message === 'Thanks — fixed in 4.2.')).toHaveLength(1);
+  });
+
+  it('sends each reply exactly once across a kill -9 and a restart', async () => {
+    const first = await daemon();
+    const ticket = sim.model.listOpen()[1]!.id;
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { rows } = await client.query('insert into reply_outbox (ticket_id, message) values ($1, $2) returning id', [ticket, `Reply number ${i}`]);
+      ids.push(rows[0].id);
+    }
+    await waitUntil('a first reply is sent', async () => (await state(ids[0]!))?.state === 'sent', 60_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await daemon();
+    await waitUntil('every reply is settled', async () => {
+      const { rows } = await client.query("select count(*)::int as n from reply_outbox where state in ('sent', 'failed')");
+      return rows[0].n === ids.length;
+    }, 240_000);
+    const { rows } = await client.query('select state, count(*)::int as n from reply_outbox group by state');
+    expect(rows).toEqual([{ state: 'sent', n: 5 }]);
+    expect(posts()).toBe(5);
+    const texts = sim.model.detail(ticket)!.messages.map((m) => m.message).filter((t) => t.startsWith('Reply number'));
+    expect(texts.sort()).toEqual(['Reply number 0', 'Reply number 1', 'Reply number 2', 'Reply number 3', 'Reply number 4']);
+  });
+});
