@@ -1,7 +1,7 @@
 # ticket-mirror: the daemon (`run`) in a container.
 #   docker build -t ticket-mirror .
 #   docker run --env-file mirror.env -p 127.0.0.1:9464:9464 ticket-mirror
-# docker-compose.yml runs it next to PostgreSQL; docs/operations.md explains both.
+# docker-compose.yml runs it next to PostgreSQL; the README (Operations) explains both.
 
 # --- build: compile the TypeScript sources to dist/ --------------------------------------------------------------
 FROM node:20-slim AS build
