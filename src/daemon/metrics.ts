@@ -9,7 +9,7 @@ import type { MirrorStatus } from '../sync/status.ts';
  *
  * Two kinds of series. Counters and the histogram count what *this process* did, from its engines' events; a standby
  * shows zeros. Gauges describe *the mirror*, whoever syncs it: they are set from `mirrorStatus` (the database alone)
- * just before each scrape, so a standby reports the same budget and counts as the leader. the README lists
+ * just before each scrape, so a standby reports the same budget and counts as the leader. The README lists
  * every series with its meaning.
  */
 export class DaemonMetrics {
