@@ -46,6 +46,8 @@ export class BudgetGate implements RequestGate {
   #inFlight: number[] = [];
   /** Server-side back-off after a 429: no request before this instant. */
   #blockedUntil = 0;
+  /** 429s in a row: each doubles the wait beyond the server's Retry-After (15 s, 30 s, … at most 15 min). */
+  #rateLimitedStreak = 0;
 
   constructor(options: GateOptions) {
     this.#limits = options.limits;
@@ -85,9 +87,15 @@ export class BudgetGate implements RequestGate {
         }
         this.#inFlight.push(now);
         try {
-          return await send();
+          const result = await send();
+          this.#rateLimitedStreak = 0;
+          return result;
         } catch (error) {
-          if (error instanceof RateLimitedError) this.#blockedUntil = Math.max(this.#blockedUntil, error.retryAt);
+          if (error instanceof RateLimitedError) {
+            // A service that keeps answering 429 is not asked again as soon as it allows: the wait grows.
+            const backOff = Math.min(15 * 60_000, 15_000 * 2 ** this.#rateLimitedStreak++);
+            this.#blockedUntil = Math.max(this.#blockedUntil, error.retryAt, this.#clock.now() + backOff);
+          }
           throw error;
         } finally {
           const i = this.#inFlight.indexOf(now);

@@ -7,7 +7,7 @@ import { count, mirrorAsTruth, truthOf, virtualMirror, type VirtualMirror } from
 
 const HOUR = 3_600_000;
 
-describe.each(backends)('sync engine on $name against the simulator', ({ open }) => {
+describe.each(backends)('sync engine on $name against the simulator', { timeout: 180_000 }, ({ open }) => {
   let database: TestDatabase;
   let m: VirtualMirror;
   const backlog = () => count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null and deleted_at is null`);
