@@ -55,7 +55,8 @@ export class Daemon {
     this.#signal.addEventListener('abort', () => void this.stop(), { once: true });
     try {
       const plan = await this.#o.engine.plan();
-      this.#o.logger.info({ plan: plan.daily }, describePlan(plan));
+      const { backfill } = await this.#o.engine.workCounts();
+      this.#o.logger.info({ plan: plan.daily }, describePlan(plan, { backfill, reserve: this.#o.engine.limits.reserve }));
     } catch (error) {
       // The first tick meets the same trouble and backs off; the plan is only shown.
       this.#o.logger.warn({ err: coerceError(error).message }, 'could not compute the plan');

@@ -87,6 +87,16 @@ export class SyncEngine {
     return this.#gate;
   }
 
+  /** The limits this engine keeps to. */
+  get limits(): BudgetLimits {
+    return this.#o.limits;
+  }
+
+  /** Tickets whose detail is due, and never-fetched ones, now. */
+  workCounts(now = this.#o.clock.now()): Promise<{ due: number; backfill: number }> {
+    return countWork(this.#o.db, now);
+  }
+
   get client(): ApiClient {
     if (!this.#client) throw new Error('SyncEngine.init() first');
     return this.#client;
