@@ -16,7 +16,8 @@ import { DAY_MS, MINUTE_MS, type BudgetSnapshot } from './budget.ts';
  *    the other three (a *sweep*): only a sweep may call a ticket missing, because only then has every list been seen
  *    at one moment.
  * 2. **Details a list asked for** (live): a new ticket, a changed status or unread flag, a ticket joining or leaving a
- *    list. Fetched right away, oldest first.
+ *    list. Fetched right away, oldest first — except from the slots the next 6 hours of polls need: when changes
+ *    outrun the budget, details queue up and the lists keep being watched.
  * 3. **Backfill** (background): never-fetched tickets, open before resolved, newest first.
  * 4. **Revalidation** (background): details whose changes no list shows (a reply by another agent on a read
  *    ticket, a priority change): the stalest, most recently active first.
@@ -41,6 +42,8 @@ export const POLICY = {
   minBackgroundShareBackfill: 0.2,
   /** Background may use at most this multiple of its hourly share in any hour. */
   backgroundHourlyBurst: 1.5,
+  /** Details a list asked for never take the slots the polls of this many coming hours need. */
+  pollReserveHours: 6,
 } as const;
 
 export interface ListState {
@@ -127,8 +130,9 @@ export function planPass(input: PlannerInput): Plan {
   // The background share not yet used today is kept from live details while the backfill runs.
   const keepForBackground = backfilling ? Math.max(0, A * POLICY.minBackgroundShareBackfill - input.backgroundLastDay) : 0;
 
-  // 2. Details lists asked for.
-  const dueDetails = Math.max(0, Math.min(input.dueCount, minuteLeft, dailyLeft - Math.floor(keepForBackground)));
+  // 2. Details lists asked for — but never the slots the coming hours' polls need: without polls, no change is seen.
+  const pollReserve = Math.ceil((pollsPerDay * POLICY.pollReserveHours) / 24);
+  const dueDetails = Math.max(0, Math.min(input.dueCount, minuteLeft, dailyLeft - Math.floor(keepForBackground) - pollReserve));
   minuteLeft -= dueDetails;
   dailyLeft -= dueDetails;
 

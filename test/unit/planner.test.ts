@@ -70,6 +70,15 @@ describe('planPass', () => {
     expect(plan.daily.background).toBeGreaterThanOrEqual(Math.floor(1296 * POLICY.minBackgroundShareBackfill));
   });
 
+  it('keeps the coming hours of polls from the details lists asked for', () => {
+    // 1,200 of 1,296 spent: the polls of the next 6 hours need more than the 96 left.
+    const samples = Array.from({ length: 1200 }, (_, i) => ({ at: T0 - 20 * 3_600_000 + i * 1000, remaining: null, limit: null }));
+    const plan = planPass(input({ budget: budgetAt(limits, samples, T0), dueCount: 500 }));
+    expect(plan.due).toBe(0);
+    const early = planPass(input({ dueCount: 500 }));
+    expect(early.due).toBeGreaterThan(0);
+  });
+
   it('requests nothing when the daily budget is spent', () => {
     const samples = Array.from({ length: 1296 }, (_, i) => ({ at: T0 - 3_600_000 + i * 1000, remaining: null, limit: null }));
     const plan = planPass(input({ budget: budgetAt(limits, samples, T0), lists: lists(null), dueCount: 10, backfillCount: 10 }));
