@@ -2,55 +2,120 @@ import { LIST_NAMES, type ListName } from '../api/endpoints.ts';
 import { DAY_MS, MINUTE_MS, type BudgetSnapshot } from './budget.ts';
 
 /**
- * The planner: a pure function of (mirror state, budget, now) that decides what the next pass requests.
+ * The planner: a pure function of (mirror state, budget, recent history, now) that decides what the next pass requests.
  *
  * ## The arithmetic of the quota
  * 1,440 requests a day, 10 % reserved for other clients of the token, leaves A = 1,296 a day: 0.9 a minute. Lists
  * carry no `updated_at`, so the mirror learns of changes by polling them, and of everything else by re-reading
- * details. Every request has to be placed where it buys the most freshness:
+ * details. Every request has to be placed where it buys the most freshness (`npm run bench` measures how well it does,
+ * against a lower bound no client can beat):
  *
- * 1. **List polls** (live). A list-visible change waits on average half a poll interval. Given a daily poll budget P,
- *    the intervals that minimise the total expected lag are T_i ∝ 1/√λ_i, where λ_i is the rate at which list i has
- *    been showing changes (the square-root law of polling). P is a share of A: 30 % while the backfill runs, 45 %
- *    afterwards; each list's interval is clamped to a floor and a ceiling. The resolved list is polled together with
- *    the other three (a *sweep*): only a sweep may call a ticket missing, because only then has every list been seen
- *    at one moment.
+ * 1. **List polls** (live), always all four lists together (a *sweep*). A list-visible change is reflected once every
+ *    list it changed has been polled, and most changes show in two or three lists (a resolution leaves the open list
+ *    and joins the resolved one), so a list polled less often than the others would hold back the changes it shares
+ *    with them; a sweep is also the only moment at which a ticket absent from every list can be called missing.
+ *    Sweeps follow the activity: the interval is T ∝ λ^−α, where λ is the rate of list changes expected in the
+ *    current hour (the same hour a week ago — or yesterday, without a week of history — or the last half hour if
+ *    busier). α = ½ would minimise the mean lag (the square-root law); a tail quantile wants more evenness, because
+ *    quiet hours carry more than 5 % of a week's changes (nights and weekends): α = 0.3. T is normalised so that the
+ *    busiest of the last seven days would spend P polls, a share of A: 15 % while the backfill runs, 50 % afterwards.
  * 2. **Details a list asked for** (live): a new ticket, a changed status or unread flag, a ticket joining or leaving a
- *    list. Fetched right away, oldest first — except from the slots the next 6 hours of polls need: when changes
- *    outrun the budget, details queue up and the lists keep being watched.
+ *    list. Fetched right away, oldest first — as long as the polls of the next 24 h keep their slots.
  * 3. **Backfill** (background): never-fetched tickets, open before resolved, newest first.
- * 4. **Revalidation** (background): details whose changes no list shows (a reply by another agent on a read
- *    ticket, a priority change): the stalest, most recently active first.
+ * 4. **Revalidation** (background): details whose changes no list shows (a message on an unread ticket, a priority
+ *    change), most likely changed first: see db/repos/work.ts.
  *
- * Background work gets what live work will not need: A − H, where H is the live demand of a day (the polls of 1., plus
- * the details of 2. as observed over the last 24 h, with a 20 % margin); at least 20 % of A while the backfill runs.
- * It is paced — at most 1.5× its hourly share in any hour — so the window fills evenly and live work always finds room.
+ * ## Pacing in a rolling window
+ * A request sent now frees its slot 24 h later, and the slots that free up in the coming hours are those used in the
+ * same hours yesterday (known from the ledger). So a class of work may spend now only what leaves, for every horizon τ
+ * of the next 24 h, `left now + slots freed within τ ≥ demand of the classes above it within τ`: details keep the
+ * forecast polls' slots, background keeps the forecast polls' and details' (a list change brings about half a detail),
+ * with a 20 % margin. Background keeps a share of A — 35 % while the backfill runs, 5 % afterwards — and when details
+ * and background both wait, background gets its share of what is free. Nothing idles that live work will not need; live work always finds room.
+ * On a first day there is no history to forecast from, so background is also held to half the hourly average.
+ *
+ * The planner reads the history in clock buckets (half hours, hours), so between known instants — a bucket boundary,
+ * a list falling due, a request leaving the window — its inputs do not change: an idle plan says when the next such
+ * instant is (`wakeAt`).
  */
 
 export const POLICY = {
   /** Share of the daily allowance for list polls while never-fetched tickets remain, and afterwards. */
-  pollShareBackfill: 0.3,
-  pollShareSteady: 0.45,
-  /** Floor and ceiling of each list's poll interval, minutes. */
+  pollShareBackfill: 0.15,
+  pollShareSteady: 0.5,
+  /** Exponent α of the sweep interval T ∝ λ^−α (λ: list changes per hour expected now). */
+  rateExponent: 0.3,
+  /** Floor and ceiling of the sweep interval, minutes. */
+  minSweepMin: 1,
+  maxSweepMin: 30,
+  /** List changes per hour assumed where nothing has been observed yet, and the least rate ever assumed. */
+  priorChangesPerHour: 6,
+  minChangesPerHour: 0.5,
+  /** Live details a list change brings: a changed ticket usually shows in two lists. */
+  detailsPerChange: 0.5,
+  /** Margin on the forecast live demand. */
+  liveMargin: 1.2,
+  /**
+   * Background stops once this multiple of the hourly average (A/24) has been sent in a clock hour: the forecast is
+   * only as good as the history behind it, and on a first day there is none, so nothing is spent in a burst.
+   */
+  maxHourlyShare: 2.5,
+  /** The same, while less than a day of history exists. */
+  maxHourlyShareFirstDay: 0.5,
+  /** Polls may exceed their daily share by this factor before the sweeps are stretched. */
+  pollOverspend: 1.1,
+  /** Background share of the allowance kept while the backfill runs, and afterwards (for revalidation). */
+  minBackgroundShareBackfill: 0.35,
+  minBackgroundShareSteady: 0.05,
+  /** Without history: background may use at most this multiple of its hourly share in any hour. */
+  backgroundHourlyBurst: 1.5,
+  /** Without history: details a list asked for never take the slots the polls of this many coming hours need. */
+  pollReserveHours: 6,
+  /** Without history (no `history` given): per-list square-root law, clamped (see `pollIntervals`). */
   minIntervalMin: { open: 1, self: 2, unassigned: 2, resolved: 30 } as Record<ListName, number>,
   maxIntervalMin: { open: 15, self: 60, unassigned: 60, resolved: 360 } as Record<ListName, number>,
-  /** Changes per hour assumed for a list before it has shown any (keeps a quiet list polled). */
   priorRatePerHour: { open: 2, self: 0.5, unassigned: 0.5, resolved: 0.25 } as Record<ListName, number>,
-  /** Margin on the observed live detail demand. */
-  liveMargin: 1.2,
-  /** Background share guaranteed while the backfill runs. */
-  minBackgroundShareBackfill: 0.2,
-  /** Background may use at most this multiple of its hourly share in any hour. */
-  backgroundHourlyBurst: 1.5,
-  /** Details a list asked for never take the slots the polls of this many coming hours need. */
-  pollReserveHours: 6,
 } as const;
+
+/** Width of the activity buckets of `PlannerHistory`. */
+export const BUCKET_MS = 30 * MINUTE_MS;
+const HOUR_MS = 60 * MINUTE_MS;
+const BUCKETS_PER_DAY = DAY_MS / BUCKET_MS;
+const HOURS_AHEAD = 24;
 
 export interface ListState {
   /** Last successful poll (epoch ms), or null. */
   lastPolledAt: number | null;
   /** List-visible changes per hour seen recently. */
   changesPerHour: number;
+}
+
+/**
+ * What the last eight days looked like, for the schedule and the pacing (see db/repos/work.ts `requestCounts`). Every
+ * figure is counted in fixed clock buckets (half hours, hours), not in windows sliding with `now`, so that the plan
+ * only changes at known instants and can say when it will next want anything (`Plan.wakeAt`).
+ */
+export interface PlannerHistory {
+  /**
+   * List changes (summed over the lists, as `list_polls` counts them) per clock half hour: [k] is the k-th before the
+   * current one (k = 0: the current one, so far). Eight days (384 entries): the current hour a week ago is in them.
+   */
+  changes: number[];
+  /** Epoch ms of the first list poll ever, or null: buckets before it are unknown, not quiet. */
+  firstPollAt: number | null;
+  /** List polls in the current and the previous 47 half hours. */
+  pollsLastDay: number;
+  /**
+   * Requests still in the rolling 24 h window, by the clock hour in which their slots free up: [k] is the k-th hour
+   * from the current one (k = 0: the rest of the current hour). 24 entries.
+   */
+  freeing: number[];
+  /** Requests sent in the current clock hour. */
+  sentThisHour: number;
+  /** When the oldest request in the window leaves it (epoch ms), or null. */
+  nextExpiryAt: number | null;
+  /** The earliest per-ticket retry back-off that ends after now (epoch ms), or null. */
+  nextRetryAt: number | null;
 }
 
 export interface PlannerInput {
@@ -66,6 +131,8 @@ export interface PlannerInput {
   /** Background requests (backfill + revalidation) in the last 24 h and the last hour. */
   backgroundLastDay: number;
   backgroundLastHour: number;
+  /** Activity and request history; without it the planner falls back to the per-list square-root law. */
+  history?: PlannerHistory;
 }
 
 export interface Plan {
@@ -79,22 +146,11 @@ export interface Plan {
   intervals: Record<ListName, number>;
   /** Daily figures behind the decision, for the start-up log and `status`. */
   daily: { allowed: number; polls: number; liveDetails: number; background: number };
-}
-
-export function pollIntervals(pollsPerDay: number, lists: Record<ListName, ListState>): Record<ListName, number> {
-  const rates = LIST_NAMES.map((l) => Math.max(lists[l].changesPerHour, POLICY.priorRatePerHour[l]));
-  const sumSqrt = rates.reduce((s, r) => s + Math.sqrt(r), 0);
-  const c = (1440 * sumSqrt) / Math.max(1, pollsPerDay);
-  const out = {} as Record<ListName, number>;
-  LIST_NAMES.forEach((l, i) => {
-    const t = c / Math.sqrt(rates[i]!);
-    out[l] = Math.min(POLICY.maxIntervalMin[l], Math.max(POLICY.minIntervalMin[l], t));
-  });
-  return out;
-}
-
-export function pollsPerDayOf(intervals: Record<ListName, number>): number {
-  return LIST_NAMES.reduce((s, l) => s + 1440 / intervals[l], 0);
+  /**
+   * The earliest instant at which a pass could request anything, unless the mirror learns something new first: `now`
+   * when this plan requests something. A loop may sleep until then (the benchmark skips passes that would be idle).
+   */
+  wakeAt: number;
 }
 
 export function planPass(input: PlannerInput): Plan {
@@ -102,8 +158,8 @@ export function planPass(input: PlannerInput): Plan {
   const A = budget.dailyAllowed;
   const backfilling = input.backfillCount > 0;
   const pollBudget = A * (backfilling ? POLICY.pollShareBackfill : POLICY.pollShareSteady);
-  const intervals = pollIntervals(pollBudget, input.lists);
-  const pollsPerDay = pollsPerDayOf(intervals);
+  const schedule = input.history ? sweepSchedule(input.history, pollBudget, now) : null;
+  const intervals = schedule ? sameForAll(schedule.intervalAt(0)) : pollIntervals(pollBudget, input.lists);
 
   // 1. Polls due by their interval; when the resolved list is due, a sweep of all four.
   const due = LIST_NAMES.filter((l) => {
@@ -112,33 +168,60 @@ export function planPass(input: PlannerInput): Plan {
   });
   const sweep = due.includes('resolved');
   let polls: ListName[] = sweep ? [...LIST_NAMES] : due;
-
   let minuteLeft = budget.minuteLeft;
   let dailyLeft = budget.dailyLeft;
   polls = polls.slice(0, Math.max(0, Math.min(minuteLeft, dailyLeft)));
   minuteLeft -= polls.length;
   dailyLeft -= polls.length;
 
-  // 3 & 4. Background allowance: what live work will not need, paced by the hour.
-  const liveDetails = input.liveDetailsLastDay * POLICY.liveMargin;
-  const live = pollsPerDay + liveDetails;
-  const backgroundPerDay = Math.max(A - live, backfilling ? A * POLICY.minBackgroundShareBackfill : 0);
-  const backgroundLeft = Math.min(
-    backgroundPerDay - input.backgroundLastDay,
-    (backgroundPerDay / 24) * POLICY.backgroundHourlyBurst - input.backgroundLastHour,
-  );
-  // The background share not yet used today is kept from live details while the backfill runs.
-  const keepForBackground = backfilling ? Math.max(0, A * POLICY.minBackgroundShareBackfill - input.backgroundLastDay) : 0;
+  // What live work will need over the next 24 h (while the backfill runs, never more than leaves it its share).
+  const floor = A * (backfilling ? POLICY.minBackgroundShareBackfill : POLICY.minBackgroundShareSteady);
+  const forecast = schedule ? schedule.liveForecast() : flatForecast(intervals, input.liveDetailsLastDay);
+  const dailyLive = forecast.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
+  const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
 
-  // 2. Details lists asked for — but never the slots the coming hours' polls need: without polls, no change is seen.
-  const pollReserve = Math.ceil((pollsPerDay * POLICY.pollReserveHours) / 24);
-  const dueDetails = Math.max(0, Math.min(input.dueCount, minuteLeft, dailyLeft - Math.floor(keepForBackground) - pollReserve));
-  minuteLeft -= dueDetails;
-  dailyLeft -= dueDetails;
-
-  const background = Math.max(0, Math.min(Math.floor(backgroundLeft), minuteLeft, dailyLeft));
+  let dueDetails: number;
+  let background: number;
+  if (input.history) {
+    const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
+    const pollDemand = forecast.map((h) => h.polls * keep);
+    const liveDemand = forecast.map((h) => (h.polls + h.details) * keep);
+    // 2. What the polls of the next 24 h will not need (until a slot used now frees again, nothing else refills the
+    // window), for details: lists asked for some, background wants some.
+    const room = Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, pollDemand))));
+    // Background may take what live work will not need over the next 24 h, within the hourly cap.
+    const backgroundMay = Math.floor(
+      Math.max(
+        0,
+        Math.min(
+          room,
+          headroom(dailyLeft, input.history.freeing, liveDemand),
+          (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length,
+        ),
+      ),
+    );
+    // When both want the room, background keeps its share of it: never starved by a busy day, whatever the ledger
+    // says (its kinds are not needed).
+    const share = floor / (A - pollBudget);
+    dueDetails = Math.min(input.dueCount, room - Math.min(backgroundMay, Math.ceil(room * share)));
+    // 3 & 4. Background.
+    background = Math.min(backgroundMay, room - dueDetails);
+  } else {
+    // Without history: details first, the background share not yet used today kept from them while the backfill runs;
+    // background gets its daily share, paced by the hour.
+    // Nor the slots the polls of the next hours need.
+    const kept = backfilling ? Math.max(0, floor - input.backgroundLastDay) : 0;
+    const pollReserve = Math.ceil((pollsPerDayOf(intervals) * POLICY.pollReserveHours) / 24);
+    dueDetails = Math.max(0, Math.min(input.dueCount, minuteLeft, dailyLeft - Math.floor(kept) - pollReserve));
+    const allowance = Math.min(
+      backgroundPerDay - input.backgroundLastDay,
+      (backgroundPerDay / 24) * POLICY.backgroundHourlyBurst - input.backgroundLastHour,
+    );
+    background = Math.max(0, Math.min(Math.floor(allowance), minuteLeft - dueDetails, dailyLeft - dueDetails));
+  }
   const backfill = Math.min(background, input.backfillCount);
   const revalidate = background - backfill;
+  const idle = polls.length + dueDetails + background === 0;
   return {
     polls,
     sweep: sweep && polls.length === LIST_NAMES.length,
@@ -146,8 +229,146 @@ export function planPass(input: PlannerInput): Plan {
     backfill,
     revalidate,
     intervals,
-    daily: { allowed: A, polls: Math.round(pollsPerDay), liveDetails: Math.round(liveDetails), background: Math.round(backgroundPerDay) },
+    daily: {
+      allowed: A,
+      polls: Math.round(forecast.reduce((s, h) => s + h.polls, 0)),
+      liveDetails: Math.round(forecast.reduce((s, h) => s + h.details, 0)),
+      background: Math.round(backgroundPerDay),
+    },
+    wakeAt: idle && input.history ? wakeAt(input, intervals) : now,
   };
+}
+
+/**
+ * When an idle plan could stop being idle by the passing of time alone: at the next half-hour boundary (the history's
+ * buckets and the forecast's hours step there), when a list falls due, when a request leaves the 24 h window (the
+ * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends, or
+ * when the minute window frees a slot. Between those instants every input of the plan is constant.
+ */
+function wakeAt(input: PlannerInput, intervals: Record<ListName, number>): number {
+  const { now, history, budget } = input;
+  const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
+  for (const l of LIST_NAMES) {
+    const last = input.lists[l].lastPolledAt;
+    candidates.push(last === null ? now : last + intervals[l] * MINUTE_MS - 1_000);
+  }
+  if (history?.nextExpiryAt != null) candidates.push(history.nextExpiryAt);
+  // The first day of history ends: the hourly cap changes.
+  if (history?.firstPollAt != null && history.firstPollAt + DAY_MS > now) candidates.push(history.firstPollAt + DAY_MS);
+  if (history?.nextRetryAt != null) candidates.push(history.nextRetryAt);
+  // The budget's nextSlotAt is 1 ms after the instant its window lets the slot go (see sync/budget.ts).
+  if (budget.nextSlotAt > now) candidates.push(budget.nextSlotAt - 1);
+  return Math.max(now, Math.min(...candidates));
+}
+
+interface HourForecast {
+  polls: number;
+  details: number;
+}
+
+interface SweepSchedule {
+  /** Sweep interval (minutes) in the clock hour `hoursAhead` from the current one. */
+  intervalAt(hoursAhead: number): number;
+  /** Expected live requests (polls and details) in the current clock hour and each of the next 23. */
+  liveForecast(): HourForecast[];
+}
+
+/**
+ * The sweep schedule from the activity history. λ(h), the list changes per hour expected in the clock hour h hours from
+ * the current one, is the highest of: that hour yesterday, that hour a week ago, and (for the current hour) the current
+ * or the last half hour. T(λ) = c·λ^−α, with c such that the busiest of the last seven days (per its own hourly
+ * rates) would have used `pollBudget` polls; stretched when the last 24 h already used more than their share.
+ */
+function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number): SweepSchedule {
+  const bucketNow = Math.floor(now / BUCKET_MS);
+  const hourNow = Math.floor(now / HOUR_MS);
+  const known = (k: number) => h.firstPollAt !== null && h.firstPollAt <= (bucketNow - k) * BUCKET_MS && k < h.changes.length;
+  const rate = (k: number): number | null => (known(k) ? 2 * h.changes[k]! : null);
+  /** Changes per hour in a past clock hour, or null when it was not fully observed. */
+  const hourRate = (hour: number): number | null => {
+    const a = rate(bucketNow - 2 * hour);
+    const b = rate(bucketNow - 2 * hour - 1);
+    return a === null || b === null ? null : (a + b) / 2;
+  };
+  const recent = h.firstPollAt === null ? null : 2 * Math.max(h.changes[0] ?? 0, known(1) ? h.changes[1]! : 0);
+  const expected = (hoursAhead: number): number => {
+    const hour = hourNow + hoursAhead;
+    // A week's rhythm repeats: the same hour a week ago is the best guess; without a week of history, yesterday's.
+    const past = hourRate(hour - 168) ?? hourRate(hour - 24);
+    const seen = [past, hoursAhead === 0 ? recent : null].filter((r): r is number => r !== null);
+    return Math.max(POLICY.minChangesPerHour, seen.length > 0 ? Math.max(...seen) : POLICY.priorChangesPerHour);
+  };
+  // Σ over a day of λ^α, for the busiest fully observed day of the last seven (or the partial last day, scaled).
+  let dayWeight = 0;
+  for (let d = 0; d < 7; d++) {
+    let sum = 0;
+    let n = 0;
+    for (let k = d * BUCKETS_PER_DAY; k < (d + 1) * BUCKETS_PER_DAY; k++) {
+      const r = rate(k);
+      if (r === null) continue;
+      sum += 0.5 * Math.max(POLICY.minChangesPerHour, r) ** POLICY.rateExponent;
+      n++;
+    }
+    if (n === BUCKETS_PER_DAY || (d === 0 && n > 0)) dayWeight = Math.max(dayWeight, (sum * BUCKETS_PER_DAY) / n);
+  }
+  if (dayWeight === 0) dayWeight = 24 * expected(0) ** POLICY.rateExponent;
+  const sweepsPerDay = Math.max(1, pollBudget / LIST_NAMES.length);
+  const stretch = Math.max(1, h.pollsLastDay / (pollBudget * POLICY.pollOverspend));
+  const interval = (lambda: number) =>
+    clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, POLICY.minSweepMin, POLICY.maxSweepMin);
+  return {
+    intervalAt: (hoursAhead) => interval(expected(hoursAhead)),
+    liveForecast: () =>
+      Array.from({ length: HOURS_AHEAD }, (_, k) => {
+        const lambda = expected(k);
+        return { polls: (60 / interval(lambda)) * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange };
+      }),
+  };
+}
+
+function hourlyShare(h: PlannerHistory, now: number): number {
+  return h.firstPollAt !== null && now - h.firstPollAt >= DAY_MS ? POLICY.maxHourlyShare : POLICY.maxHourlyShareFirstDay;
+}
+
+/**
+ * What may be spent now and still leave room for `demand` (requests per coming clock hour): the least, over every
+ * horizon of the next 24 h, of `left now + slots freed before that hour − demand up to that hour`.
+ */
+function headroom(left: number, freeing: readonly number[], demand: readonly number[]): number {
+  let room = Infinity;
+  let freed = 0;
+  let needed = 0;
+  for (let k = 0; k < demand.length; k++) {
+    needed += demand[k]!;
+    room = Math.min(room, left + freed - needed);
+    freed += freeing[k] ?? 0;
+  }
+  return Math.max(0, room);
+}
+
+/** Without history: the day's polls at the current intervals, and yesterday's live details, spread evenly. */
+function flatForecast(intervals: Record<ListName, number>, liveDetailsLastDay: number): HourForecast[] {
+  const polls = pollsPerDayOf(intervals) / 24;
+  return Array.from({ length: HOURS_AHEAD }, () => ({ polls, details: liveDetailsLastDay / 24 }));
+}
+
+/**
+ * Per-list intervals by the square-root law, T_i ∝ 1/√λ_i, spending `pollsPerDay`; used when no history is given.
+ */
+export function pollIntervals(pollsPerDay: number, lists: Record<ListName, ListState>): Record<ListName, number> {
+  const rates = LIST_NAMES.map((l) => Math.max(lists[l].changesPerHour, POLICY.priorRatePerHour[l]));
+  const sumSqrt = rates.reduce((s, r) => s + Math.sqrt(r), 0);
+  const c = (1440 * sumSqrt) / Math.max(1, pollsPerDay);
+  const out = {} as Record<ListName, number>;
+  LIST_NAMES.forEach((l, i) => {
+    const t = c / Math.sqrt(rates[i]!);
+    out[l] = clamp(t, POLICY.minIntervalMin[l], POLICY.maxIntervalMin[l]);
+  });
+  return out;
+}
+
+export function pollsPerDayOf(intervals: Record<ListName, number>): number {
+  return LIST_NAMES.reduce((s, l) => s + 1440 / intervals[l], 0);
 }
 
 /** Days the backfill needs at the given daily background allowance. */
@@ -155,4 +376,12 @@ export function backfillEtaMs(remaining: number, backgroundPerDay: number): numb
   if (remaining === 0) return 0;
   if (backgroundPerDay <= 0) return null;
   return (remaining / backgroundPerDay) * DAY_MS;
+}
+
+function sameForAll(minutes: number): Record<ListName, number> {
+  return Object.fromEntries(LIST_NAMES.map((l) => [l, minutes])) as Record<ListName, number>;
+}
+
+function clamp(x: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, x));
 }

@@ -1,5 +1,5 @@
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
-import type { ListState } from '../../sync/planner.ts';
+import { BUCKET_MS, type ListState, type PlannerHistory } from '../../sync/planner.ts';
 import { isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
@@ -10,6 +10,12 @@ import { queryRows, sql, type Tx } from '../connect.ts';
 
 const FETCHABLE = sql`deleted_at is null and (detail_retry_after is null or detail_retry_after <= `;
 
+/** Half hours of list activity the planner sees: eight days, so that the same hour a week ago is always complete. */
+const HISTORY_BUCKETS = 8 * 48;
+
+/** The list names as a Postgres array literal, for `= any(...)` and `unnest(...)`. */
+const LIST_ARRAY = `{${LIST_NAMES.join(',')}}`;
+
 export interface WorkCounts {
   due: number;
   backfill: number;
@@ -17,13 +23,15 @@ export interface WorkCounts {
 
 export async function countWork(tx: Tx, now: number): Promise<WorkCounts> {
   const at = isoMicros(now);
+  // Two counts over partial ranges of indexes (detail_due_since, detail_synced_at), not a scan of every ticket: the
+  // planner asks every 15 s.
   const [row] = await queryRows<{ due: number; backfill: number }>(
     tx,
     sql`select
-      count(*) filter (where detail_due_since is not null and (detail_retry_after is null or detail_retry_after <= ${at}::timestamptz))::int as due,
-      count(*) filter (where detail_synced_at is null and detail_due_since is null and deleted_at is null
-        and (detail_retry_after is null or detail_retry_after <= ${at}::timestamptz))::int as backfill
-      from tickets`,
+      (select count(*) from tickets where detail_due_since is not null
+        and (detail_retry_after is null or detail_retry_after <= ${at}::timestamptz))::int as due,
+      (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and deleted_at is null
+        and (detail_retry_after is null or detail_retry_after <= ${at}::timestamptz))::int as backfill`,
   );
   return { due: row?.due ?? 0, backfill: row?.backfill ?? 0 };
 }
@@ -52,9 +60,12 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
 }
 
 /**
- * Details to re-read for changes no list shows. The score is staleness over quietness: hours since the detail was read,
- * divided by hours since the ticket last moved (plus one), so a ticket active an hour ago is re-read long before one
- * quiet for a month; tickets in no open list count a tenth.
+ * Details to re-read for changes no list shows, most likely changed first. A ticket's chance of holding an unseen
+ * change grows with the time since its detail was read, at the rate the ticket changes: so the score is staleness ×
+ * weight, the weight being higher for a ticket in an open list (resolved ones all but never change without a list
+ * showing it: a reopening does), for an unread one (its customer is waiting and writes again, and a message on an
+ * unread ticket changes nothing a list shows), and for one active in the last day or so. The bonuses stay small (at
+ * most 2.25× together): every open ticket must come round, or the mirror is never exact.
  */
 export async function pickRevalidate(tx: Tx, now: number, limit: number): Promise<string[]> {
   if (limit <= 0) return [];
@@ -65,8 +76,11 @@ export async function pickRevalidate(tx: Tx, now: number, limit: number): Promis
         where detail_synced_at is not null and detail_due_since is null and ${FETCHABLE}${at}::timestamptz)
         order by
           extract(epoch from (${at}::timestamptz - detail_synced_at))
-          / (extract(epoch from (${at}::timestamptz - greatest(coalesce(last_contact_at, created_at), coalesce(updated_at, created_at), created_at))) / 3600.0 + 1.0)
-          * (case when in_open or in_self or in_unassigned then 1.0 else 0.1 end) desc,
+          * (case when in_open or in_self or in_unassigned then 1.0 else 0.02 end)
+          * (case when has_unread_messages then 1.5 else 1.0 end)
+          * (1.0 + 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
+              - greatest(coalesce(last_contact_at, created_at), coalesce(updated_at, created_at), created_at)))) / 86400.0))
+          desc,
           id
         limit ${limit}`,
   );
@@ -76,13 +90,16 @@ export async function pickRevalidate(tx: Tx, now: number, limit: number): Promis
 /** Each list's last successful poll and its recent rate of change (over the last `windowHours`). */
 export async function listStates(tx: Tx, now: number, windowHours = 6): Promise<Record<ListName, ListState>> {
   const since = isoMicros(now - windowHours * 3_600_000);
+  // One index range per list (list_polls is never pruned: nothing here may scan it whole).
   const rows = await queryRows<{ list: ListName; last_ms: string | null; changes: number; first_ms: string | null }>(
     tx,
-    sql`select list,
-          (extract(epoch from max(at)) * 1000)::bigint as last_ms,
-          (coalesce(sum(changes) filter (where at > ${since}::timestamptz), 0))::int as changes,
-          (extract(epoch from min(at) filter (where at > ${since}::timestamptz)) * 1000)::bigint as first_ms
-        from list_polls group by list`,
+    sql`select l.list,
+          (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p where p.list = l.list) as last_ms,
+          r.changes, r.first_ms
+        from unnest(${LIST_ARRAY}::text[]) as l(list)
+        cross join lateral (
+          select coalesce(sum(changes), 0)::int as changes, (extract(epoch from min(at)) * 1000)::bigint as first_ms
+          from list_polls p where p.list = l.list and p.at > ${since}::timestamptz) as r`,
   );
   const out = {} as Record<ListName, ListState>;
   for (const l of LIST_NAMES) out[l] = { lastPolledAt: null, changesPerHour: 0 };
@@ -96,15 +113,97 @@ export async function listStates(tx: Tx, now: number, windowHours = 6): Promise<
   return out;
 }
 
-/** Requests by kind in the last 24 h and last hour, from the ledger. */
-export async function requestCounts(tx: Tx, now: number): Promise<{ liveDetailsLastDay: number; backgroundLastDay: number; backgroundLastHour: number }> {
-  const [row] = await queryRows<{ live: number; bg_day: number; bg_hour: number }>(
-    tx,
-    sql`select
-      count(*) filter (where kind = 'detail')::int as live,
-      count(*) filter (where kind in ('backfill', 'revalidate'))::int as bg_day,
-      count(*) filter (where kind in ('backfill', 'revalidate') and at > ${isoMicros(now - 3_600_000)}::timestamptz)::int as bg_hour
-      from api_requests where at > ${isoMicros(now - 86_400_000)}::timestamptz`,
-  );
-  return { liveDetailsLastDay: row?.live ?? 0, backgroundLastDay: row?.bg_day ?? 0, backgroundLastHour: row?.bg_hour ?? 0 };
+export interface RecentHistory {
+  liveDetailsLastDay: number;
+  backgroundLastDay: number;
+  backgroundLastHour: number;
+  history: PlannerHistory;
+}
+
+/**
+ * What the planner needs of the past, in two queries: requests by kind in the last 24 h and the last hour; the requests
+ * still in the rolling window, by the clock hour in which they leave it; and list changes per clock half hour of the
+ * last seven days (the activity the sweeps follow). See PlannerHistory.
+ */
+export async function requestCounts(tx: Tx, now: number): Promise<RecentHistory> {
+  const dayAgo = now - 86_400_000;
+  const hourNow = Math.floor(now / 3_600_000);
+  const bucketNow = Math.floor(now / BUCKET_MS);
+  const [usage, activity] = await Promise.all([
+    queryRows<{ hour: string | null; n: number; live: number; bg: number; bg_hour: number; first_ms: string | null; retry_ms: string | null }>(
+      tx,
+      sql`select floor(extract(epoch from at) / 3600)::bigint as hour,
+          count(*)::int as n,
+          count(*) filter (where kind = 'detail')::int as live,
+          count(*) filter (where kind in ('backfill', 'revalidate'))::int as bg,
+          count(*) filter (where kind in ('backfill', 'revalidate') and at > ${isoMicros(now - 3_600_000)}::timestamptz)::int as bg_hour,
+          (extract(epoch from min(at)) * 1000)::bigint as first_ms, null::bigint as retry_ms
+        from api_requests where at > ${isoMicros(dayAgo)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
+        group by 1
+        union all
+        select null, 0, 0, 0, 0, null, (extract(epoch from min(detail_retry_after)) * 1000)::bigint
+        from tickets where detail_retry_after > ${isoMicros(now)}::timestamptz`,
+    ),
+    queryRows<{ bucket: string | null; n: number; polls: number; first_ms: string | null }>(
+      tx,
+      sql`select floor(extract(epoch from at) / 1800)::bigint as bucket, sum(changes)::int as n, count(*)::int as polls, null::bigint as first_ms
+        from list_polls
+        where list = any(${LIST_ARRAY}::text[])
+          and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
+        group by 1
+        union all
+        select null, 0, 0, (extract(epoch from min(m)) * 1000)::bigint
+        from (select (select min(at) from list_polls p where p.list = l.list) as m from unnest(${LIST_ARRAY}::text[]) as l(list)) f`,
+    ),
+  ]);
+  const freeing = new Array<number>(24).fill(0);
+  let live = 0;
+  let bg = 0;
+  let bgHour = 0;
+  let oldest: number | null = null;
+  let nextRetryAt: number | null = null;
+  let sentThisHour = 0;
+  for (const u of usage) {
+    if (u.hour === null) {
+      nextRetryAt = u.retry_ms === null ? null : Number(u.retry_ms);
+      continue;
+    }
+    if (Number(u.hour) === hourNow) sentThisHour += u.n;
+    // A request of clock hour H − 24 leaves the window in clock hour H.
+    const k = Number(u.hour) + 24 - hourNow;
+    freeing[Math.min(23, Math.max(0, k))]! += u.n;
+    live += u.live;
+    bg += u.bg;
+    bgHour += u.bg_hour;
+    const first = Number(u.first_ms);
+    if (oldest === null || first < oldest) oldest = first;
+  }
+  const changes = new Array<number>(HISTORY_BUCKETS).fill(0);
+  let firstPollAt: number | null = null;
+  let pollsLastDay = 0;
+  for (const a of activity) {
+    if (a.bucket === null) {
+      firstPollAt = a.first_ms === null ? null : Number(a.first_ms);
+      continue;
+    }
+    const k = bucketNow - Number(a.bucket);
+    if (k < 0 || k >= changes.length) continue;
+    changes[k]! += a.n;
+    if (k < 48) pollsLastDay += a.polls;
+  }
+  return {
+    liveDetailsLastDay: live,
+    backgroundLastDay: bg,
+    backgroundLastHour: bgHour,
+    history: {
+      changes,
+      firstPollAt,
+      pollsLastDay,
+      freeing,
+      sentThisHour,
+      // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (see sync/budget.ts).
+      nextExpiryAt: oldest === null ? null : oldest + 86_400_000,
+      nextRetryAt,
+    },
+  };
 }
