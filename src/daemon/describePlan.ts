@@ -1,15 +1,13 @@
 import { backfillEtaMs, type Plan } from '../sync/planner.ts';
 
 /**
- * The plan in plain words, for the start-up log and the status page, e.g. "open list every 2 min, …; of 1296
- * requests a day: about 450 list polls, …; 10% reserved; backfill of 5000 tickets: about 6 days".
+ * The plan in plain words, for the start-up log and the status page, e.g. "all four lists every 6 min at this hour's
+ * activity; of 1296 requests a day: about 450 list polls, …; 10% reserved; backfill of 5000 tickets: about 6 days".
  */
 export function describePlan(plan: Plan, context: { backfill?: number; reserve?: number } = {}): string {
   const every = (min: number) => (min < 60 ? `${round(min)} min` : `${round(min / 60)} h`);
-  const i = plan.intervals;
-  const others = `self list every ${every(i.self)}, unassigned every ${every(i.unassigned)}, resolved (full sweep) every ${every(i.resolved)}`;
   return (
-    `plan: open list every ${every(i.open)}, ${others}; ` +
+    `plan: all four lists every ${every(plan.sweepMinutes)} at this hour's activity (more often when busy); ` +
     `of ${plan.daily.allowed} requests a day: about ${plan.daily.polls} list polls, ${plan.daily.liveDetails} details for changes, ` +
     `${plan.daily.background} for backfill and revalidation` +
     (context.reserve !== undefined ? `; ${Math.round(context.reserve * 100)}% reserved for other clients of the token` : '') +

@@ -6,7 +6,7 @@ import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/detai
 import { insertRequest, loadSamples } from '../db/repos/ledger.ts';
 import { applyListDiff, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
-import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, requestCounts } from '../db/repos/work.ts';
+import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
 import {
   AuthError,
   coerceError,
@@ -106,14 +106,14 @@ export class SyncEngine {
   async plan(now = this.#o.clock.now()): Promise<Plan> {
     await this.init();
     const { db } = this.#o;
-    const [lists, counts, ledger] = await Promise.all([listStates(db, now), countWork(db, now), requestCounts(db, now)]);
+    const [lists, counts, history] = await Promise.all([listStates(db), countWork(db, now), plannerHistory(db, now)]);
     return planPass({
       now,
       budget: this.gate.snapshot(now),
       lists,
       dueCount: counts.due,
       backfillCount: counts.backfill,
-      ...ledger,
+      history,
     });
   }
 
@@ -221,7 +221,7 @@ export class SyncEngine {
     if (problems.lines.length > 0) this.#o.logger.warn({ list, problems: problems.lines }, 'odd values in a list response');
     const at = isoMicros(response.at);
     const diff = await this.#o.db.transaction(async (tx) => {
-      const lists = await listStates(tx, response.at);
+      const lists = await listStates(tx);
       const mirror = await loadMirrorForList(tx, list, items.map((i) => i.id));
       const d = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
       await applyListDiff(tx, d);

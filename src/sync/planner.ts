@@ -67,14 +67,6 @@ export const POLICY = {
   /** Background share of the allowance kept while the backfill runs, and afterwards (for revalidation). */
   minBackgroundShareBackfill: 0.35,
   minBackgroundShareSteady: 0.05,
-  /** Without history: background may use at most this multiple of its hourly share in any hour. */
-  backgroundHourlyBurst: 1.5,
-  /** Without history: details a list asked for never take the slots the polls of this many coming hours need. */
-  pollReserveHours: 6,
-  /** Without history (no `history` given): per-list square-root law, clamped (see `pollIntervals`). */
-  minIntervalMin: { open: 1, self: 2, unassigned: 2, resolved: 30 } as Record<ListName, number>,
-  maxIntervalMin: { open: 15, self: 60, unassigned: 60, resolved: 360 } as Record<ListName, number>,
-  priorRatePerHour: { open: 2, self: 0.5, unassigned: 0.5, resolved: 0.25 } as Record<ListName, number>,
 } as const;
 
 /** Width of the activity buckets of `PlannerHistory`. */
@@ -86,8 +78,6 @@ const HOURS_AHEAD = 24;
 export interface ListState {
   /** Last successful poll (epoch ms), or null. */
   lastPolledAt: number | null;
-  /** List-visible changes per hour seen recently. */
-  changesPerHour: number;
 }
 
 /**
@@ -126,13 +116,8 @@ export interface PlannerInput {
   dueCount: number;
   /** Never-fetched tickets, fetchable now. */
   backfillCount: number;
-  /** Details fetched because a list asked for them, in the last 24 h. */
-  liveDetailsLastDay: number;
-  /** Background requests (backfill + revalidation) in the last 24 h and the last hour. */
-  backgroundLastDay: number;
-  backgroundLastHour: number;
-  /** Activity and request history; without it the planner falls back to the per-list square-root law. */
-  history?: PlannerHistory;
+  /** Activity and request history (db/repos/work.ts `plannerHistory`). */
+  history: PlannerHistory;
 }
 
 export interface Plan {
@@ -142,8 +127,8 @@ export interface Plan {
   due: number;
   backfill: number;
   revalidate: number;
-  /** Poll interval of each list, minutes. */
-  intervals: Record<ListName, number>;
+  /** Interval of the sweeps (all four lists) at this hour's activity, minutes. */
+  sweepMinutes: number;
   /** Daily figures behind the decision, for the start-up log and `status`. */
   daily: { allowed: number; polls: number; liveDetails: number; background: number };
   /**
@@ -158,13 +143,13 @@ export function planPass(input: PlannerInput): Plan {
   const A = budget.dailyAllowed;
   const backfilling = input.backfillCount > 0;
   const pollBudget = A * (backfilling ? POLICY.pollShareBackfill : POLICY.pollShareSteady);
-  const schedule = input.history ? sweepSchedule(input.history, pollBudget, now) : null;
-  const intervals = schedule ? sameForAll(schedule.intervalAt(0)) : pollIntervals(pollBudget, input.lists);
+  const schedule = sweepSchedule(input.history, pollBudget, now);
+  const sweepMinutes = schedule.intervalAt(0);
 
-  // 1. Polls due by their interval; when the resolved list is due, a sweep of all four.
+  // 1. Polls due by their interval (all four at once: a sweep, unless one failed last time).
   const due = LIST_NAMES.filter((l) => {
     const last = input.lists[l].lastPolledAt;
-    return last === null || now - last >= intervals[l] * MINUTE_MS - 1_000;
+    return last === null || now - last >= sweepMinutes * MINUTE_MS - 1_000;
   });
   const sweep = due.includes('resolved');
   let polls: ListName[] = sweep ? [...LIST_NAMES] : due;
@@ -176,49 +161,33 @@ export function planPass(input: PlannerInput): Plan {
 
   // What live work will need over the next 24 h (while the backfill runs, never more than leaves it its share).
   const floor = A * (backfilling ? POLICY.minBackgroundShareBackfill : POLICY.minBackgroundShareSteady);
-  const forecast = schedule ? schedule.liveForecast() : flatForecast(intervals, input.liveDetailsLastDay);
+  const forecast = schedule.liveForecast();
   const dailyLive = forecast.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
   const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
+  const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
+  const pollDemand = forecast.map((h) => h.polls * keep);
+  const liveDemand = forecast.map((h) => (h.polls + h.details) * keep);
 
-  let dueDetails: number;
-  let background: number;
-  if (input.history) {
-    const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
-    const pollDemand = forecast.map((h) => h.polls * keep);
-    const liveDemand = forecast.map((h) => (h.polls + h.details) * keep);
-    // 2. What the polls of the next 24 h will not need (until a slot used now frees again, nothing else refills the
-    // window), for details: lists asked for some, background wants some.
-    const room = Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, pollDemand))));
-    // Background may take what live work will not need over the next 24 h, within the hourly cap.
-    const backgroundMay = Math.floor(
-      Math.max(
-        0,
-        Math.min(
-          room,
-          headroom(dailyLeft, input.history.freeing, liveDemand),
-          (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length,
-        ),
+  // 2. What the polls of the next 24 h will not need (until a slot used now frees again, nothing else refills the
+  // window), for details: lists asked for some, background wants some.
+  const room = Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, pollDemand))));
+  // Background may take what live work will not need over the next 24 h, within the hourly cap.
+  const backgroundMay = Math.floor(
+    Math.max(
+      0,
+      Math.min(
+        room,
+        headroom(dailyLeft, input.history.freeing, liveDemand),
+        (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length,
       ),
-    );
-    // When both want the room, background keeps its share of it: never starved by a busy day, whatever the ledger
-    // says (its kinds are not needed).
-    const share = floor / (A - pollBudget);
-    dueDetails = Math.min(input.dueCount, room - Math.min(backgroundMay, Math.ceil(room * share)));
-    // 3 & 4. Background.
-    background = Math.min(backgroundMay, room - dueDetails);
-  } else {
-    // Without history: details first, the background share not yet used today kept from them while the backfill runs;
-    // background gets its daily share, paced by the hour.
-    // Nor the slots the polls of the next hours need.
-    const kept = backfilling ? Math.max(0, floor - input.backgroundLastDay) : 0;
-    const pollReserve = Math.ceil((pollsPerDayOf(intervals) * POLICY.pollReserveHours) / 24);
-    dueDetails = Math.max(0, Math.min(input.dueCount, minuteLeft, dailyLeft - Math.floor(kept) - pollReserve));
-    const allowance = Math.min(
-      backgroundPerDay - input.backgroundLastDay,
-      (backgroundPerDay / 24) * POLICY.backgroundHourlyBurst - input.backgroundLastHour,
-    );
-    background = Math.max(0, Math.min(Math.floor(allowance), minuteLeft - dueDetails, dailyLeft - dueDetails));
-  }
+    ),
+  );
+  // When both want the room, background keeps its share of it: never starved by a busy day, whatever the ledger
+  // says (its kinds are not needed).
+  const share = floor / (A - pollBudget);
+  const dueDetails = Math.min(input.dueCount, room - Math.min(backgroundMay, Math.ceil(room * share)));
+  // 3 & 4. Background.
+  const background = Math.min(backgroundMay, room - dueDetails);
   const backfill = Math.min(background, input.backfillCount);
   const revalidate = background - backfill;
   const idle = polls.length + dueDetails + background === 0;
@@ -228,14 +197,14 @@ export function planPass(input: PlannerInput): Plan {
     due: dueDetails,
     backfill,
     revalidate,
-    intervals,
+    sweepMinutes,
     daily: {
       allowed: A,
       polls: Math.round(forecast.reduce((s, h) => s + h.polls, 0)),
       liveDetails: Math.round(forecast.reduce((s, h) => s + h.details, 0)),
       background: Math.round(backgroundPerDay),
     },
-    wakeAt: idle && input.history ? wakeAt(input, intervals) : now,
+    wakeAt: idle ? wakeAt(input, sweepMinutes) : now,
   };
 }
 
@@ -245,17 +214,17 @@ export function planPass(input: PlannerInput): Plan {
  * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends, or
  * when the minute window frees a slot. Between those instants every input of the plan is constant.
  */
-function wakeAt(input: PlannerInput, intervals: Record<ListName, number>): number {
+function wakeAt(input: PlannerInput, sweepMinutes: number): number {
   const { now, history, budget } = input;
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
   for (const l of LIST_NAMES) {
     const last = input.lists[l].lastPolledAt;
-    candidates.push(last === null ? now : last + intervals[l] * MINUTE_MS - 1_000);
+    candidates.push(last === null ? now : last + sweepMinutes * MINUTE_MS - 1_000);
   }
-  if (history?.nextExpiryAt != null) candidates.push(history.nextExpiryAt);
+  if (history.nextExpiryAt !== null) candidates.push(history.nextExpiryAt);
   // The first day of history ends: the hourly cap changes.
-  if (history?.firstPollAt != null && history.firstPollAt + DAY_MS > now) candidates.push(history.firstPollAt + DAY_MS);
-  if (history?.nextRetryAt != null) candidates.push(history.nextRetryAt);
+  if (history.firstPollAt !== null && history.firstPollAt + DAY_MS > now) candidates.push(history.firstPollAt + DAY_MS);
+  if (history.nextRetryAt !== null) candidates.push(history.nextRetryAt);
   // The budget's nextSlotAt is 1 ms after the instant its window lets the slot go (see sync/budget.ts).
   if (budget.nextSlotAt > now) candidates.push(budget.nextSlotAt - 1);
   return Math.max(now, Math.min(...candidates));
@@ -346,40 +315,11 @@ function headroom(left: number, freeing: readonly number[], demand: readonly num
   return Math.max(0, room);
 }
 
-/** Without history: the day's polls at the current intervals, and yesterday's live details, spread evenly. */
-function flatForecast(intervals: Record<ListName, number>, liveDetailsLastDay: number): HourForecast[] {
-  const polls = pollsPerDayOf(intervals) / 24;
-  return Array.from({ length: HOURS_AHEAD }, () => ({ polls, details: liveDetailsLastDay / 24 }));
-}
-
-/**
- * Per-list intervals by the square-root law, T_i ∝ 1/√λ_i, spending `pollsPerDay`; used when no history is given.
- */
-export function pollIntervals(pollsPerDay: number, lists: Record<ListName, ListState>): Record<ListName, number> {
-  const rates = LIST_NAMES.map((l) => Math.max(lists[l].changesPerHour, POLICY.priorRatePerHour[l]));
-  const sumSqrt = rates.reduce((s, r) => s + Math.sqrt(r), 0);
-  const c = (1440 * sumSqrt) / Math.max(1, pollsPerDay);
-  const out = {} as Record<ListName, number>;
-  LIST_NAMES.forEach((l, i) => {
-    const t = c / Math.sqrt(rates[i]!);
-    out[l] = clamp(t, POLICY.minIntervalMin[l], POLICY.maxIntervalMin[l]);
-  });
-  return out;
-}
-
-export function pollsPerDayOf(intervals: Record<ListName, number>): number {
-  return LIST_NAMES.reduce((s, l) => s + 1440 / intervals[l], 0);
-}
-
 /** Days the backfill needs at the given daily background allowance. */
 export function backfillEtaMs(remaining: number, backgroundPerDay: number): number | null {
   if (remaining === 0) return 0;
   if (backgroundPerDay <= 0) return null;
   return (remaining / backgroundPerDay) * DAY_MS;
-}
-
-function sameForAll(minutes: number): Record<ListName, number> {
-  return Object.fromEntries(LIST_NAMES.map((l) => [l, minutes])) as Record<ListName, number>;
 }
 
 function clamp(x: number, lo: number, hi: number): number {

@@ -1,7 +1,7 @@
 import type { Config } from '../config/loadConfig.ts';
 import { queryRows, sql, type Db } from '../db/connect.ts';
 import { loadSamples } from '../db/repos/ledger.ts';
-import { countWork, listStates, requestCounts } from '../db/repos/work.ts';
+import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
 import { canonicalTimestamp, isoMicros } from '../time.ts';
 import { budgetAt, DAY_MS, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
@@ -33,14 +33,14 @@ export interface MirrorStatus {
 
 export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
-  const [samples, lists, work, ledger] = await Promise.all([
+  const [samples, lists, work, history] = await Promise.all([
     loadSamples(db, now - DAY_MS, config.minuteLimit),
-    listStates(db, now),
+    listStates(db),
     countWork(db, now),
-    requestCounts(db, now),
+    plannerHistory(db, now),
   ]);
   const budget = budgetAt(limits, samples, now);
-  const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, ...ledger });
+  const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, history });
   const [c] = await queryRows<Record<string, number | string | null>>(
     db,
     sql`select count(*)::int as tickets,

@@ -18,16 +18,22 @@ function hours(perHour: (i: number) => [number, number]): HourBar[] {
 
 function data(overrides: Partial<StatusPageData> = {}): StatusPageData {
   const budget = budgetAt({ daily: 1440, minute: 60, reserve: 0.1 }, [], NOW);
-  const never = { lastPolledAt: null, changesPerHour: 0 };
+  const never = { lastPolledAt: null };
   const plan = planPass({
     now: NOW,
     budget,
     lists: { open: never, self: never, unassigned: never, resolved: never },
     dueCount: 0,
     backfillCount: 10,
-    liveDetailsLastDay: 0,
-    backgroundLastDay: 0,
-    backgroundLastHour: 0,
+    history: {
+      changes: new Array<number>(8 * 48).fill(0),
+      firstPollAt: null,
+      pollsLastDay: 0,
+      freeing: new Array<number>(24).fill(0),
+      sentThisHour: 0,
+      nextExpiryAt: null,
+      nextRetryAt: null,
+    },
   });
   return {
     status: {

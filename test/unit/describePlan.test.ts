@@ -8,14 +8,14 @@ const plan = {
   due: 0,
   backfill: 0,
   revalidate: 0,
-  intervals: { open: 2, self: 20, unassigned: 20, resolved: 240 },
+  sweepMinutes: 6,
   daily: { allowed: 1296, polls: 870, liveDetails: 200, background: 226 },
 } as unknown as Plan;
 
 describe('describePlan', () => {
   it('says the plan in plain words, with the reserve and the backfill ETA', () => {
     expect(describePlan(plan, { backfill: 5000, reserve: 0.1 })).toBe(
-      'plan: open list every 2 min, self list every 20 min, unassigned every 20 min, resolved (full sweep) every 4 h; ' +
+      "plan: all four lists every 6 min at this hour's activity (more often when busy); " +
         'of 1296 requests a day: about 870 list polls, 200 details for changes, 226 for backfill and revalidation; ' +
         '10% reserved for other clients of the token; backfill of 5000 tickets: about 22 days',
     );

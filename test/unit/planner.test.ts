@@ -1,13 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import { LIST_NAMES, type ListName } from '../../src/api/endpoints.ts';
-import { budgetAt } from '../../src/sync/budget.ts';
-import { planPass, pollIntervals, pollsPerDayOf, POLICY, type ListState, type PlannerInput } from '../../src/sync/planner.ts';
+import { budgetAt, DAY_MS, type LedgerSample } from '../../src/sync/budget.ts';
+import { BUCKET_MS, planPass, POLICY, type ListState, type PlannerHistory, type PlannerInput } from '../../src/sync/planner.ts';
 
+/** The planner, given the history of list activity and of the requests still in the rolling window. Monday 12:00 UTC. */
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
+const HOUR = 3_600_000;
+const MIN = 60_000;
 const limits = { daily: 1440, minute: 60, reserve: 0.1 };
+const A = 1296;
 
-function lists(lastPolledAt: number | null, rates: Partial<Record<ListName, number>> = {}): Record<ListName, ListState> {
-  return Object.fromEntries(LIST_NAMES.map((l) => [l, { lastPolledAt, changesPerHour: rates[l] ?? 0 }])) as Record<ListName, ListState>;
+function lists(lastPolledAt: number | null): Record<ListName, ListState> {
+  return Object.fromEntries(LIST_NAMES.map((l) => [l, { lastPolledAt }])) as Record<ListName, ListState>;
+}
+
+function history(over: Partial<PlannerHistory> = {}): PlannerHistory {
+  return {
+    changes: new Array<number>(8 * 48).fill(0),
+    firstPollAt: T0 - 8 * DAY_MS,
+    pollsLastDay: 0,
+    freeing: new Array<number>(24).fill(0),
+    sentThisHour: 0,
+    nextExpiryAt: null,
+    nextRetryAt: null,
+    ...over,
+  };
 }
 
 function input(over: Partial<PlannerInput> = {}): PlannerInput {
@@ -17,71 +34,178 @@ function input(over: Partial<PlannerInput> = {}): PlannerInput {
     lists: lists(T0 - 60_000),
     dueCount: 0,
     backfillCount: 0,
-    liveDetailsLastDay: 0,
-    backgroundLastDay: 0,
-    backgroundLastHour: 0,
+    history: history(),
     ...over,
   };
 }
 
-describe('pollIntervals (square-root law)', () => {
-  it('spends the poll budget it is given, within the clamps', () => {
-    const intervals = pollIntervals(400, lists(null, { open: 10, self: 1, unassigned: 1, resolved: 0.5 }));
-    expect(pollsPerDayOf(intervals)).toBeCloseTo(400, -1);
-    for (const l of LIST_NAMES) {
-      expect(intervals[l]).toBeGreaterThanOrEqual(POLICY.minIntervalMin[l]);
-      expect(intervals[l]).toBeLessThanOrEqual(POLICY.maxIntervalMin[l]);
-    }
+/** `n` requests spread evenly over [from, to). */
+function sent(n: number, from: number, to: number): LedgerSample[] {
+  return Array.from({ length: n }, (_, i) => ({ at: from + ((to - from) * i) / n, remaining: null, limit: null }));
+}
+
+describe('planPass: the sweeps follow the activity', () => {
+  const busy = history({ changes: new Array<number>(8 * 48).fill(20) });
+  const quietNow = history({ changes: new Array<number>(8 * 48).fill(20).map((c, k) => (k % 48 < 2 || (k % 48 >= 46) ? 0 : c)) });
+
+  it('polls nothing before the interval is up', () => {
+    expect(planPass(input({ history: busy, lists: lists(T0 - 10_000) })).polls).toEqual([]);
   });
 
-  it('polls a list that changes 4× as often twice as often', () => {
-    const i = pollIntervals(300, lists(null, { self: 4, unassigned: 1 }));
-    expect(i.unassigned / i.self).toBeCloseTo(2, 5);
-  });
-});
-
-describe('planPass', () => {
-  it('polls every list on the first pass, as a sweep', () => {
-    const plan = planPass(input({ lists: lists(null) }));
+  it('sweeps all four lists at once', () => {
+    const plan = planPass(input({ history: busy, lists: lists(null) }));
     expect(plan.polls).toEqual([...LIST_NAMES]);
     expect(plan.sweep).toBe(true);
   });
 
-  it('polls nothing that is not due', () => {
-    const plan = planPass(input({ lists: lists(T0 - 10_000) }));
-    expect(plan.polls).toEqual([]);
+  it('sweeps a quiet hour less often than a busy one, but not by the ratio of their rates (T ∝ λ^−α)', () => {
+    const inBusy = planPass(input({ history: busy })).sweepMinutes;
+    // The same hour was quiet yesterday and a week ago, and so is the current half hour.
+    const inQuiet = planPass(input({ history: quietNow })).sweepMinutes;
+    expect(inQuiet).toBeGreaterThan(inBusy);
+    const rateRatio = 40 / POLICY.minChangesPerHour;
+    expect(inQuiet / inBusy).toBeLessThan(rateRatio);
+    expect(inQuiet).toBeLessThanOrEqual(POLICY.maxSweepMin);
   });
 
-  it('fetches due details before background work, within the minute', () => {
-    const plan = planPass(input({ dueCount: 100, backfillCount: 5000 }));
+  it('a burst in the current half hour shortens the interval at once', () => {
+    const quiet = history({ changes: new Array<number>(8 * 48).fill(1) });
+    const burst = history({ changes: [30, ...new Array<number>(8 * 48 - 1).fill(1)] });
+    expect(planPass(input({ history: burst })).sweepMinutes).toBeLessThan(planPass(input({ history: quiet })).sweepMinutes);
+  });
+});
+
+describe('planPass: pacing in the rolling window', () => {
+  it('holds details back when the coming hours of polls would find no slot, and lets them go once slots free up', () => {
+    // 1,250 of 1,296 in the window, all sent in the last two hours: nothing frees for 22 h.
+    const recent = sent(1250, T0 - 2 * HOUR, T0 - MIN);
+    const freeingLate = new Array<number>(24).fill(0);
+    freeingLate[22] = 625;
+    freeingLate[23] = 625;
+    const held = planPass(input({ budget: budgetAt(limits, recent, T0), dueCount: 500, history: history({ freeing: freeingLate }) }));
+    expect(held.due).toBe(0);
+
+    // The same 1,250, sent a day ago: they free up within the hour.
+    const old = sent(1250, T0 - DAY_MS + MIN, T0 - DAY_MS + 50 * MIN);
+    const freeingNow = new Array<number>(24).fill(0);
+    freeingNow[0] = 1250;
+    const going = planPass(input({ budget: budgetAt(limits, old, T0), dueCount: 500, history: history({ freeing: freeingNow }) }));
+    expect(going.due).toBeGreaterThan(0);
+  });
+
+  it('gives background its share when details and backfill both wait', () => {
+    const plan = planPass(input({ dueCount: 5000, backfillCount: 5000 }));
     expect(plan.due).toBeGreaterThan(0);
-    expect(plan.due + plan.backfill + plan.revalidate).toBeLessThanOrEqual(54);
+    expect(plan.backfill).toBeGreaterThan(0);
+    expect(plan.due + plan.backfill + plan.polls.length).toBeLessThanOrEqual(54);
   });
 
-  it('paces background work: none beyond its hourly share', () => {
-    const plan = planPass(input({ backfillCount: 5000, backgroundLastHour: 10_000 }));
-    expect(plan.backfill).toBe(0);
-    const fresh = planPass(input({ backfillCount: 5000 }));
+  it('on a first day, caps background at a fraction of the hourly average', () => {
+    const firstDay = history({ firstPollAt: T0 - 2 * HOUR });
+    const cap = (A / 24) * POLICY.maxHourlyShareFirstDay;
+    const spent = planPass(input({ backfillCount: 5000, history: { ...firstDay, sentThisHour: Math.ceil(cap) } }));
+    expect(spent.backfill).toBe(0);
+    const fresh = planPass(input({ backfillCount: 5000, history: firstDay }));
     expect(fresh.backfill).toBeGreaterThan(0);
-  });
-
-  it('keeps at least the guaranteed share for the backfill even when live demand is high', () => {
-    const plan = planPass(input({ backfillCount: 5000, liveDetailsLastDay: 5000 }));
-    expect(plan.daily.background).toBeGreaterThanOrEqual(Math.floor(1296 * POLICY.minBackgroundShareBackfill));
-  });
-
-  it('keeps the coming hours of polls from the details lists asked for', () => {
-    // 1,200 of 1,296 spent: the polls of the next 6 hours need more than the 96 left.
-    const samples = Array.from({ length: 1200 }, (_, i) => ({ at: T0 - 20 * 3_600_000 + i * 1000, remaining: null, limit: null }));
-    const plan = planPass(input({ budget: budgetAt(limits, samples, T0), dueCount: 500 }));
-    expect(plan.due).toBe(0);
-    const early = planPass(input({ dueCount: 500 }));
-    expect(early.due).toBeGreaterThan(0);
+    expect(fresh.backfill).toBeLessThanOrEqual(Math.ceil(cap));
   });
 
   it('requests nothing when the daily budget is spent', () => {
-    const samples = Array.from({ length: 1296 }, (_, i) => ({ at: T0 - 3_600_000 + i * 1000, remaining: null, limit: null }));
-    const plan = planPass(input({ budget: budgetAt(limits, samples, T0), lists: lists(null), dueCount: 10, backfillCount: 10 }));
+    const spent = sent(A, T0 - HOUR, T0 - MIN);
+    const plan = planPass(input({ budget: budgetAt(limits, spent, T0), lists: lists(null), dueCount: 10, backfillCount: 10 }));
     expect(plan.polls.length + plan.due + plan.backfill + plan.revalidate).toBe(0);
+  });
+
+  it('revalidates with what the backfill no longer needs', () => {
+    const plan = planPass(input({ backfillCount: 0 }));
+    expect(plan.backfill).toBe(0);
+    expect(plan.revalidate).toBeGreaterThan(0);
+  });
+});
+
+describe('planPass: wakeAt', () => {
+  it('is now when the plan requests something', () => {
+    const plan = planPass(input({ lists: lists(null) }));
+    expect(plan.wakeAt).toBe(T0);
+  });
+
+  it('is the earliest instant at which an idle plan could change: here the next half-hour boundary', () => {
+    const spent = sent(A, T0 - 10 * HOUR, T0 - MIN);
+    const plan = planPass(input({ now: T0 + 60_000, budget: budgetAt(limits, spent, T0 + 60_000), lists: lists(T0) }));
+    expect(plan.polls.length + plan.due + plan.backfill + plan.revalidate).toBe(0);
+    expect(plan.wakeAt).toBeGreaterThan(T0 + 60_000);
+    expect(plan.wakeAt).toBeLessThanOrEqual(T0 + BUCKET_MS);
+  });
+});
+
+/**
+ * The planner in a closed loop against a world that always has more work than the quota: 2,000 details a list asked
+ * for and 5,000 never-fetched tickets from the start, and every sweep showing changes. A minute-by-minute pass for
+ * three days, its requests fed back as the history the engine would read from the database.
+ */
+function closedLoop(days: number) {
+  const start = T0 - 12 * HOUR; // midnight
+  const requests: number[] = [];
+  const polls: number[] = [];
+  const changes = new Map<number, number>();
+  let firstPollAt: number | null = null;
+  let lastSweep: number | null = null;
+  let backfill = 5000;
+  for (let now = start; now < start + days * DAY_MS; now += MIN) {
+    const inWindow = requests.filter((t) => t > now - DAY_MS);
+    const samples = inWindow.map((at) => ({ at, remaining: null, limit: null }));
+    const bucketNow = Math.floor(now / BUCKET_MS);
+    const hourNow = Math.floor(now / HOUR);
+    const freeing = new Array<number>(24).fill(0);
+    for (const t of inWindow) freeing[Math.min(23, Math.max(0, Math.floor(t / HOUR) + 24 - hourNow))]! += 1;
+    const h: PlannerHistory = {
+      changes: Array.from({ length: 8 * 48 }, (_, k) => changes.get(bucketNow - k) ?? 0),
+      firstPollAt,
+      pollsLastDay: polls.filter((t) => Math.floor(t / BUCKET_MS) > bucketNow - 48).length,
+      freeing,
+      sentThisHour: inWindow.filter((t) => Math.floor(t / HOUR) === hourNow).length,
+      nextExpiryAt: inWindow.length > 0 ? inWindow[0]! + DAY_MS : null,
+      nextRetryAt: null,
+    };
+    const plan = planPass({
+      now,
+      budget: budgetAt(limits, samples, now),
+      lists: lists(lastSweep),
+      dueCount: 2000,
+      backfillCount: backfill,
+      history: h,
+    });
+    const n = plan.polls.length + plan.due + plan.backfill + plan.revalidate;
+    for (let i = 0; i < n; i++) requests.push(now + i);
+    for (let i = 0; i < plan.polls.length; i++) polls.push(now);
+    if (plan.sweep) {
+      lastSweep = now;
+      firstPollAt ??= now;
+      changes.set(bucketNow, (changes.get(bucketNow) ?? 0) + 8);
+    }
+    backfill -= plan.backfill;
+  }
+  return { start, requests, polls };
+}
+
+describe('planPass in a closed loop with more work than the quota', () => {
+  const { start, requests, polls } = closedLoop(3);
+
+  it('never goes over the allowance in any rolling 24 h', () => {
+    let lo = 0;
+    let max = 0;
+    for (let hi = 0; hi < requests.length; hi++) {
+      while (requests[lo]! <= requests[hi]! - DAY_MS) lo++;
+      max = Math.max(max, hi - lo + 1);
+    }
+    expect(max).toBeLessThanOrEqual(A);
+    // …and spends it: the work is there.
+    expect(requests.filter((t) => t >= start + 2 * DAY_MS).length).toBeGreaterThan(0.9 * A);
+  });
+
+  it('keeps polling in every hour, however much the details want', () => {
+    const hours = new Set(polls.map((t) => Math.floor((t - start) / HOUR)));
+    const silent = Array.from({ length: 72 }, (_, h) => h).filter((h) => !hours.has(h));
+    expect(silent).toEqual([]);
   });
 });

@@ -87,61 +87,39 @@ export async function pickRevalidate(tx: Tx, now: number, limit: number): Promis
   return rows.map((r) => r.id);
 }
 
-/** Each list's last successful poll and its recent rate of change (over the last `windowHours`). */
-export async function listStates(tx: Tx, now: number, windowHours = 6): Promise<Record<ListName, ListState>> {
-  const since = isoMicros(now - windowHours * 3_600_000);
-  // One index range per list (list_polls is never pruned: nothing here may scan it whole).
-  const rows = await queryRows<{ list: ListName; last_ms: string | null; changes: number; first_ms: string | null }>(
+/** Each list's last successful poll. */
+export async function listStates(tx: Tx): Promise<Record<ListName, ListState>> {
+  // One index probe per list (list_polls is never pruned: nothing here may scan it whole).
+  const rows = await queryRows<{ list: ListName; last_ms: string | null }>(
     tx,
-    sql`select l.list,
-          (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p where p.list = l.list) as last_ms,
-          r.changes, r.first_ms
-        from unnest(${LIST_ARRAY}::text[]) as l(list)
-        cross join lateral (
-          select coalesce(sum(changes), 0)::int as changes, (extract(epoch from min(at)) * 1000)::bigint as first_ms
-          from list_polls p where p.list = l.list and p.at > ${since}::timestamptz) as r`,
+    sql`select l.list, (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p where p.list = l.list) as last_ms
+        from unnest(${LIST_ARRAY}::text[]) as l(list)`,
   );
   const out = {} as Record<ListName, ListState>;
-  for (const l of LIST_NAMES) out[l] = { lastPolledAt: null, changesPerHour: 0 };
-  for (const r of rows) {
-    if (!(r.list in out)) continue;
-    const first = r.first_ms === null ? null : Number(r.first_ms);
-    // The first poll of a list finds every ticket "new": it says nothing of the rate of change.
-    const hours = first === null ? 0 : Math.max(1, (now - first) / 3_600_000);
-    out[r.list] = { lastPolledAt: r.last_ms === null ? null : Number(r.last_ms), changesPerHour: hours > 0 ? r.changes / hours : 0 };
-  }
+  for (const l of LIST_NAMES) out[l] = { lastPolledAt: null };
+  for (const r of rows) if (r.list in out) out[r.list] = { lastPolledAt: r.last_ms === null ? null : Number(r.last_ms) };
   return out;
 }
 
-export interface RecentHistory {
-  liveDetailsLastDay: number;
-  backgroundLastDay: number;
-  backgroundLastHour: number;
-  history: PlannerHistory;
-}
-
 /**
- * What the planner needs of the past, in two queries: requests by kind in the last 24 h and the last hour; the requests
- * still in the rolling window, by the clock hour in which they leave it; and list changes per clock half hour of the
- * last seven days (the activity the sweeps follow). See PlannerHistory.
+ * What the planner needs of the past, in two queries: the requests still in the rolling window, by the clock hour in
+ * which they leave it; and list changes per clock half hour of the last eight days (the activity the sweeps follow).
+ * See PlannerHistory.
  */
-export async function requestCounts(tx: Tx, now: number): Promise<RecentHistory> {
+export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistory> {
   const dayAgo = now - 86_400_000;
   const hourNow = Math.floor(now / 3_600_000);
   const bucketNow = Math.floor(now / BUCKET_MS);
   const [usage, activity] = await Promise.all([
-    queryRows<{ hour: string | null; n: number; live: number; bg: number; bg_hour: number; first_ms: string | null; retry_ms: string | null }>(
+    queryRows<{ hour: string | null; n: number; first_ms: string | null; retry_ms: string | null }>(
       tx,
       sql`select floor(extract(epoch from at) / 3600)::bigint as hour,
           count(*)::int as n,
-          count(*) filter (where kind = 'detail')::int as live,
-          count(*) filter (where kind in ('backfill', 'revalidate'))::int as bg,
-          count(*) filter (where kind in ('backfill', 'revalidate') and at > ${isoMicros(now - 3_600_000)}::timestamptz)::int as bg_hour,
           (extract(epoch from min(at)) * 1000)::bigint as first_ms, null::bigint as retry_ms
         from api_requests where at > ${isoMicros(dayAgo)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
         group by 1
         union all
-        select null, 0, 0, 0, 0, null, (extract(epoch from min(detail_retry_after)) * 1000)::bigint
+        select null, 0, null, (extract(epoch from min(detail_retry_after)) * 1000)::bigint
         from tickets where detail_retry_after > ${isoMicros(now)}::timestamptz`,
     ),
     queryRows<{ bucket: string | null; n: number; polls: number; first_ms: string | null }>(
@@ -157,9 +135,6 @@ export async function requestCounts(tx: Tx, now: number): Promise<RecentHistory>
     ),
   ]);
   const freeing = new Array<number>(24).fill(0);
-  let live = 0;
-  let bg = 0;
-  let bgHour = 0;
   let oldest: number | null = null;
   let nextRetryAt: number | null = null;
   let sentThisHour = 0;
@@ -172,9 +147,6 @@ export async function requestCounts(tx: Tx, now: number): Promise<RecentHistory>
     // A request of clock hour H − 24 leaves the window in clock hour H.
     const k = Number(u.hour) + 24 - hourNow;
     freeing[Math.min(23, Math.max(0, k))]! += u.n;
-    live += u.live;
-    bg += u.bg;
-    bgHour += u.bg_hour;
     const first = Number(u.first_ms);
     if (oldest === null || first < oldest) oldest = first;
   }
@@ -192,18 +164,13 @@ export async function requestCounts(tx: Tx, now: number): Promise<RecentHistory>
     if (k < 48) pollsLastDay += a.polls;
   }
   return {
-    liveDetailsLastDay: live,
-    backgroundLastDay: bg,
-    backgroundLastHour: bgHour,
-    history: {
-      changes,
-      firstPollAt,
-      pollsLastDay,
-      freeing,
-      sentThisHour,
-      // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (see sync/budget.ts).
-      nextExpiryAt: oldest === null ? null : oldest + 86_400_000,
-      nextRetryAt,
-    },
+    changes,
+    firstPollAt,
+    pollsLastDay,
+    freeing,
+    sentThisHour,
+    // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (see sync/budget.ts).
+    nextExpiryAt: oldest === null ? null : oldest + 86_400_000,
+    nextRetryAt,
   };
 }
