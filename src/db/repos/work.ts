@@ -10,6 +10,9 @@ import { queryRows, sql, type Tx } from '../connect.ts';
 
 const FETCHABLE = sql`deleted_at is null and (detail_retry_after is null or detail_retry_after <= `;
 
+/** A detail younger than this is not revalidated. */
+export const REVALIDATE_MIN_AGE_MS = 3_600_000;
+
 /** Half hours of list activity the planner sees: eight days, so that the same hour a week ago is always complete. */
 const HISTORY_BUCKETS = 8 * 48;
 
@@ -64,8 +67,10 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
  * change grows with the time since its detail was read, at the rate the ticket changes: so the score is staleness ×
  * weight, the weight being higher for a ticket in an open list (resolved ones all but never change without a list
  * showing it: a reopening does), for an unread one (its customer is waiting and writes again, and a message on an
- * unread ticket changes nothing a list shows), and for one active in the last day or so. The bonuses stay small (at
- * most 2.25× together): every open ticket must come round, or the mirror is never exact.
+ * unread ticket changes nothing a list shows), and for one active in the last day or so (none when its activity is
+ * unknown). The bonuses stay small (at most 2.25× together): every open ticket must come round, or the mirror is never
+ * exact. A detail read within the last `REVALIDATE_MIN_AGE_MS` is never re-read: with a budget far larger than the
+ * mirror, revalidation would otherwise read the same few tickets on every pass.
  */
 export async function pickRevalidate(tx: Tx, now: number, limit: number): Promise<string[]> {
   if (limit <= 0) return [];
@@ -73,13 +78,15 @@ export async function pickRevalidate(tx: Tx, now: number, limit: number): Promis
   const rows = await queryRows<{ id: string }>(
     tx,
     sql`select id from tickets
-        where detail_synced_at is not null and detail_due_since is null and ${FETCHABLE}${at}::timestamptz)
+        where detail_synced_at < ${isoMicros(now - REVALIDATE_MIN_AGE_MS)}::timestamptz and detail_due_since is null
+          and ${FETCHABLE}${at}::timestamptz)
         order by
           extract(epoch from (${at}::timestamptz - detail_synced_at))
           * (case when in_open or in_self or in_unassigned then 1.0 else 0.02 end)
           * (case when has_unread_messages then 1.5 else 1.0 end)
-          * (1.0 + 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
-              - greatest(coalesce(last_contact_at, created_at), coalesce(updated_at, created_at), created_at)))) / 86400.0))
+          * (1.0 + (case when greatest(last_contact_at, updated_at, created_at) is null then 0.0
+              else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
+                - greatest(last_contact_at, updated_at, created_at)))) / 86400.0) end))
           desc,
           id
         limit ${limit}`,

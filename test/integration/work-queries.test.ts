@@ -1,0 +1,448 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LIST_NAMES } from '../../src/api/endpoints.ts';
+import { sql, type Db } from '../../src/db/connect.ts';
+import {
+  countWork,
+  listStates,
+  pickBackfill,
+  pickDue,
+  pickRevalidate,
+  plannerHistory,
+  REVALIDATE_MIN_AGE_MS,
+} from '../../src/db/repos/work.ts';
+import { BUCKET_MS } from '../../src/sync/planner.ts';
+import { isoMicros } from '../../src/time.ts';
+import { backends, type TestDatabase } from '../helpers/db.ts';
+
+/**
+ * The SQL the planner stands on (src/db/repos/work.ts), against the semantics documented there and on
+ * `PlannerHistory` (src/sync/planner.ts). Every instant is relative to one fixed `NOW`: Monday 5 January 2026, 12:10 UTC.
+ */
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
+/** An instant of January 2026, UTC. */
+const jan = (day: number, h: number, m: number, s = 0, ms = 0) => Date.UTC(2026, 0, day, h, m, s, ms);
+const NOW = jan(5, 12, 10);
+/** Long enough ago that the activity bonus of pickRevalidate is nil (e^−30). */
+const LONG_AGO = NOW - 30 * DAY;
+const HISTORY_BUCKETS = 8 * 48;
+
+interface TicketSpec {
+  id: string;
+  open?: boolean;
+  self?: boolean;
+  unassigned?: boolean;
+  resolved?: boolean;
+  unread?: boolean;
+  /** @default LONG_AGO */
+  createdAt?: number | null;
+  updatedAt?: number | null;
+  lastContactAt?: number | null;
+  syncedAt?: number | null;
+  dueSince?: number | null;
+  retryAfter?: number | null;
+  deletedAt?: number | null;
+}
+
+const stamp = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : isoMicros(ms));
+
+async function insertTickets(db: Db, specs: readonly TicketSpec[]): Promise<void> {
+  for (const t of specs) {
+    await db.execute(sql`
+      insert into tickets (id, in_open, in_self, in_unassigned, in_resolved, has_unread_messages,
+        created_at, updated_at, last_contact_at, first_seen_at, last_seen_at,
+        detail_synced_at, detail_due_since, detail_retry_after, deleted_at)
+      values (${t.id}, ${t.open ?? false}, ${t.self ?? false}, ${t.unassigned ?? false}, ${t.resolved ?? false}, ${t.unread ?? false},
+        ${stamp(t.createdAt === undefined ? LONG_AGO : t.createdAt)}::timestamptz, ${stamp(t.updatedAt)}::timestamptz,
+        ${stamp(t.lastContactAt)}::timestamptz, ${isoMicros(LONG_AGO)}::timestamptz, ${isoMicros(NOW)}::timestamptz,
+        ${stamp(t.syncedAt)}::timestamptz, ${stamp(t.dueSince)}::timestamptz, ${stamp(t.retryAfter)}::timestamptz,
+        ${stamp(t.deletedAt)}::timestamptz)`);
+  }
+}
+
+async function insertRequests(db: Db, sentAt: readonly number[]): Promise<void> {
+  for (const at of sentAt) {
+    await db.execute(sql`
+      insert into api_requests (at, method, path, status, kind) values (${isoMicros(at)}::timestamptz, 'GET', '/api/v1/tickets', 200, 'list_open')`);
+  }
+}
+
+async function insertPolls(db: Db, polls: ReadonlyArray<{ list: string; at: number; changes: number }>): Promise<void> {
+  for (const p of polls) {
+    await db.execute(sql`insert into list_polls (list, at, items, changes) values (${p.list}, ${isoMicros(p.at)}::timestamptz, 10, ${p.changes})`);
+  }
+}
+
+/** An array of `length` zeros with `value` at each index of `at` (null: nowhere). */
+function spikes(length: number, at: ReadonlyArray<[number | null, number]>): number[] {
+  const out = new Array<number>(length).fill(0);
+  for (const [k, value] of at) if (k !== null) out[k]! += value;
+  return out;
+}
+
+/** Sent at `sentAt`, a request is in [k] of `freeing` (null: not in the window). */
+const FREEING_CASES: ReadonlyArray<{ label: string; sentAt: number; k: number | null }> = [
+  { label: 'yesterday 10:20 (left the window at 10:20 today)', sentAt: jan(4, 10, 20), k: null },
+  { label: 'exactly 24 h ago', sentAt: NOW - DAY, k: null },
+  { label: '24 h − 1 ms ago (frees in the current hour)', sentAt: NOW - DAY + 1, k: 0 },
+  { label: 'yesterday 12:59:59.999', sentAt: jan(4, 12, 59, 59, 999), k: 0 },
+  { label: 'yesterday 13:00', sentAt: jan(4, 13, 0), k: 1 },
+  { label: 'yesterday 13:20', sentAt: jan(4, 13, 20), k: 1 },
+  { label: 'yesterday 22:20', sentAt: jan(4, 22, 20), k: 10 },
+  { label: 'today 00:00', sentAt: jan(5, 0, 0), k: 12 },
+  { label: 'today 10:20 (frees 10:00–11:00 tomorrow)', sentAt: jan(5, 10, 20), k: 22 },
+  { label: 'today 11:59:59.999', sentAt: jan(5, 11, 59, 59, 999), k: 23 },
+  // A request of the current hour frees in hour 24, past the last entry; it is counted in the last one (as the
+  // planner's unit tests do): `headroom` never adds freeing[23] before a horizon, so either reading plans the same.
+  { label: 'today 12:00 (the current hour)', sentAt: jan(5, 12, 0), k: 23 },
+  { label: 'now', sentAt: NOW, k: 23 },
+  { label: '1 ms after now (not sent yet)', sentAt: NOW + 1, k: null },
+];
+
+/** The current half hour is 12:00–12:30, so [k] is the half hour that starts k × 30 min before 12:00. */
+const BUCKET_NOW_START = jan(5, 12, 0);
+const OLDEST_BUCKET_START = BUCKET_NOW_START - (HISTORY_BUCKETS - 1) * BUCKET_MS;
+const CHANGES_CASES: ReadonlyArray<{ label: string; at: number; k: number | null }> = [
+  { label: 'now', at: NOW, k: 0 },
+  { label: '12:00, the current half hour’s start', at: jan(5, 12, 0), k: 0 },
+  { label: '11:59:59.999', at: jan(5, 11, 59, 59, 999), k: 1 },
+  { label: '11:30', at: jan(5, 11, 30), k: 1 },
+  { label: '11:29:59.999', at: jan(5, 11, 29, 59, 999), k: 2 },
+  { label: 'yesterday 12:10', at: NOW - DAY, k: 48 },
+  { label: 'a week ago 12:00', at: jan(5, 12, 0) - 7 * DAY, k: 336 },
+  { label: 'the start of the oldest of the 384 half hours', at: OLDEST_BUCKET_START, k: HISTORY_BUCKETS - 1 },
+  { label: '1 ms before the oldest half hour', at: OLDEST_BUCKET_START - 1, k: null },
+  { label: 'nine days ago', at: NOW - 9 * DAY, k: null },
+  { label: '1 ms after now', at: NOW + 1, k: null },
+];
+
+/**
+ * pickRevalidate's ranking, staleness × weight: `winner` is picked before `loser`. The loser is always ticket "a" and
+ * the winner "b", so the tie-break by id cannot be what decides.
+ */
+const RANKING_CASES: ReadonlyArray<{ label: string; winner: Omit<TicketSpec, 'id'>; loser: Omit<TicketSpec, 'id'> }> = [
+  {
+    label: 'an open ticket read 6 h ago before a resolved one read 10 days ago (weight 1 vs 0.02)',
+    winner: { open: true, syncedAt: NOW - 6 * HOUR },
+    loser: { resolved: true, syncedAt: NOW - 10 * DAY },
+  },
+  {
+    label: 'a resolved ticket read 10 days ago before an open one read 4 h ago (resolved ones still come round)',
+    winner: { resolved: true, syncedAt: NOW - 10 * DAY },
+    loser: { open: true, syncedAt: NOW - 4 * HOUR },
+  },
+  {
+    label: 'a ticket only in the self list weighs as open',
+    winner: { self: true, syncedAt: NOW - 6 * HOUR },
+    loser: { resolved: true, syncedAt: NOW - 10 * DAY },
+  },
+  {
+    label: 'a ticket only in the unassigned list weighs as open',
+    winner: { unassigned: true, syncedAt: NOW - 6 * HOUR },
+    loser: { resolved: true, syncedAt: NOW - 10 * DAY },
+  },
+  {
+    label: 'an unread open ticket read 2 h ago before a read one read 2.5 h ago (×1.5)',
+    winner: { open: true, unread: true, syncedAt: NOW - 2 * HOUR },
+    loser: { open: true, syncedAt: NOW - 2.5 * HOUR },
+  },
+  {
+    label: 'an open ticket with a contact 1 h ago, read 2 h ago, before an idle one read 2.8 h ago (up to ×1.5)',
+    winner: { open: true, lastContactAt: NOW - HOUR, syncedAt: NOW - 2 * HOUR },
+    loser: { open: true, syncedAt: NOW - 2.8 * HOUR },
+  },
+  {
+    label: 'activity counts from updated_at too',
+    winner: { open: true, lastContactAt: LONG_AGO, updatedAt: NOW - HOUR, syncedAt: NOW - 2 * HOUR },
+    loser: { open: true, syncedAt: NOW - 2.8 * HOUR },
+  },
+  {
+    label: 'activity counts from created_at when there was no contact yet',
+    winner: { open: true, createdAt: NOW - HOUR, syncedAt: NOW - 2 * HOUR },
+    loser: { open: true, syncedAt: NOW - 2.8 * HOUR },
+  },
+  {
+    label: 'the bonuses stay under 2.25×: an idle read open ticket read 4.6 h ago before an unread, active one read 2 h ago',
+    winner: { open: true, syncedAt: NOW - 4.6 * HOUR },
+    loser: { open: true, unread: true, lastContactAt: NOW, syncedAt: NOW - 2 * HOUR },
+  },
+  {
+    // A ticket whose detail gave no usable created_at, updated_at nor last_contact_at (the mapping stores null) has no
+    // known activity, so no activity bonus: it must not rank as if it had been active just now.
+    label: 'an idle open ticket read 2.8 h ago before one with no known activity read 2 h ago',
+    winner: { open: true, syncedAt: NOW - 2.8 * HOUR },
+    loser: { open: true, createdAt: null, updatedAt: null, lastContactAt: null, syncedAt: NOW - 2 * HOUR },
+  },
+];
+
+describe.each(backends)('work queries on $name', ({ open }) => {
+  let database: TestDatabase;
+  let db: Db;
+  beforeAll(async () => {
+    database = await open();
+    db = database.db;
+  });
+  afterAll(() => database.destroy());
+  beforeEach(async () => {
+    await db.execute(sql`truncate tickets, api_requests, list_polls restart identity cascade`);
+  });
+
+  describe('countWork, pickDue and pickBackfill', () => {
+    it('counts due and never-fetched tickets fetchable now, and the picks return exactly those', async () => {
+      await insertTickets(db, [
+        { id: 'due-new', dueSince: NOW - 5 * MIN },
+        { id: 'due-fetched', syncedAt: NOW - DAY, dueSince: NOW - 4 * MIN },
+        { id: 'due-retry-ends-now', dueSince: NOW - 3 * MIN, retryAfter: NOW },
+        { id: 'due-held', dueSince: NOW - 2 * MIN, retryAfter: NOW + 1 },
+        { id: 'bf', open: true },
+        { id: 'bf-retry-over', open: true, retryAfter: NOW - MIN },
+        { id: 'bf-held', open: true, retryAfter: NOW + MIN },
+        { id: 'bf-deleted', open: true, deletedAt: NOW - HOUR },
+        { id: 'fetched', open: true, syncedAt: NOW - DAY },
+      ]);
+      expect(await countWork(db, NOW)).toEqual({ due: 3, backfill: 2 });
+      expect(await pickDue(db, NOW, 100)).toEqual(['due-new', 'due-fetched', 'due-retry-ends-now']);
+      expect((await pickBackfill(db, NOW, 100)).sort()).toEqual(['bf', 'bf-retry-over']);
+      // Once the back-offs end, the held tickets count again.
+      expect(await countWork(db, NOW + MIN)).toEqual({ due: 4, backfill: 3 });
+    });
+
+    it('counts nothing in an empty mirror, and a limit of 0 picks nothing', async () => {
+      expect(await countWork(db, NOW)).toEqual({ due: 0, backfill: 0 });
+      await insertTickets(db, [{ id: 'due', dueSince: NOW - MIN }, { id: 'bf', open: true }, { id: 'old', open: true, syncedAt: LONG_AGO }]);
+      expect(await pickDue(db, NOW, 0)).toEqual([]);
+      expect(await pickBackfill(db, NOW, 0)).toEqual([]);
+      expect(await pickRevalidate(db, NOW, 0)).toEqual([]);
+    });
+
+    it('pickDue takes the oldest request first, ties by id, up to the limit, skipping tickets in back-off', async () => {
+      await insertTickets(db, [
+        { id: 'd-b', dueSince: jan(5, 10, 0) },
+        { id: 'd-a', dueSince: jan(5, 10, 0) },
+        { id: 'd-c', dueSince: jan(5, 9, 0) },
+        { id: 'd-held', dueSince: jan(5, 8, 0), retryAfter: NOW + MIN },
+        { id: 'not-due', open: true, syncedAt: NOW - DAY },
+      ]);
+      expect(await pickDue(db, NOW, 10)).toEqual(['d-c', 'd-a', 'd-b']);
+      expect(await pickDue(db, NOW, 2)).toEqual(['d-c', 'd-a']);
+      expect(await pickDue(db, NOW + MIN, 10)).toEqual(['d-held', 'd-c', 'd-a', 'd-b']);
+    });
+
+    it('pickBackfill takes open before resolved, newest first, and skips back-off, deleted, due and fetched tickets', async () => {
+      await insertTickets(db, [
+        { id: 'resolved-new', resolved: true, createdAt: jan(5, 11, 0) },
+        { id: 'resolved-old', resolved: true, createdAt: Date.UTC(2025, 10, 1) },
+        { id: 'resolved-no-created', resolved: true, createdAt: null },
+        { id: 'open-old', open: true, createdAt: Date.UTC(2025, 11, 1) },
+        { id: 'open-new', open: true, createdAt: jan(4, 9, 0) },
+        { id: 'unassigned-older', unassigned: true, createdAt: Date.UTC(2025, 9, 1) },
+        { id: 'open-held', open: true, createdAt: jan(5, 11, 30), retryAfter: NOW + MIN },
+        { id: 'open-deleted', open: true, createdAt: jan(5, 11, 30), deletedAt: NOW - HOUR },
+        { id: 'open-due', open: true, createdAt: jan(5, 11, 30), dueSince: NOW - MIN },
+        { id: 'open-fetched', open: true, createdAt: jan(5, 11, 30), syncedAt: NOW - DAY },
+      ]);
+      const order = ['open-new', 'open-old', 'unassigned-older', 'resolved-new', 'resolved-old', 'resolved-no-created'];
+      expect(await pickBackfill(db, NOW, 100)).toEqual(order);
+      expect(await pickBackfill(db, NOW, 2)).toEqual(order.slice(0, 2));
+    });
+  });
+
+  describe('pickRevalidate', () => {
+    it('prefers an open stale ticket over an equally stale resolved one', async () => {
+      await insertTickets(db, [
+        { id: 'a-resolved', resolved: true, syncedAt: NOW - 2 * DAY },
+        { id: 'b-open', open: true, syncedAt: NOW - 2 * DAY },
+      ]);
+      expect(await pickRevalidate(db, NOW, 10)).toEqual(['b-open', 'a-resolved']);
+      expect(await pickRevalidate(db, NOW, 1)).toEqual(['b-open']);
+    });
+
+    it('skips due, never-fetched, deleted and backed-off tickets', async () => {
+      await insertTickets(db, [
+        { id: 'ok', open: true, syncedAt: NOW - DAY },
+        { id: 'retry-over', open: true, syncedAt: NOW - DAY, retryAfter: NOW },
+        { id: 'due', open: true, syncedAt: NOW - DAY, dueSince: NOW - MIN },
+        { id: 'never-fetched', open: true },
+        { id: 'deleted', open: true, syncedAt: NOW - DAY, deletedAt: NOW - HOUR },
+        { id: 'held', open: true, syncedAt: NOW - DAY, retryAfter: NOW + 1 },
+      ]);
+      expect(await pickRevalidate(db, NOW, 10)).toEqual(['ok', 'retry-over']);
+    });
+
+    it('never picks a detail read less than REVALIDATE_MIN_AGE_MS ago', async () => {
+      expect(REVALIDATE_MIN_AGE_MS).toBe(HOUR);
+      await insertTickets(db, [
+        { id: 'read-now', open: true, syncedAt: NOW },
+        { id: 'read-1-min-ago', open: true, syncedAt: NOW - MIN },
+        { id: 'read-just-under-min-age', open: true, syncedAt: NOW - REVALIDATE_MIN_AGE_MS + 1 },
+        { id: 'read-just-over-min-age', open: true, syncedAt: NOW - REVALIDATE_MIN_AGE_MS - 1 },
+        { id: 'read-2-h-ago', open: true, syncedAt: NOW - 2 * HOUR },
+        // A resolved ticket's weight is tiny, but the minimum age is what excludes it, not its rank.
+        { id: 'resolved-read-1-min-ago', resolved: true, syncedAt: NOW - MIN },
+      ]);
+      expect(await pickRevalidate(db, NOW, 10)).toEqual(['read-2-h-ago', 'read-just-over-min-age']);
+      // An hour later, every detail read before NOW is old enough.
+      expect(await pickRevalidate(db, NOW + HOUR, 10)).toEqual([
+        'read-2-h-ago',
+        'read-just-over-min-age',
+        'read-just-under-min-age',
+        'read-1-min-ago',
+        'resolved-read-1-min-ago',
+      ]);
+    });
+
+    for (const { label, winner, loser } of RANKING_CASES) {
+      it(`ranking: ${label}`, async () => {
+        await insertTickets(db, [
+          { id: 'a', ...loser },
+          { id: 'b', ...winner },
+        ]);
+        expect(await pickRevalidate(db, NOW, 10)).toEqual(['b', 'a']);
+      });
+    }
+  });
+
+  describe('listStates', () => {
+    it("gives each list's last poll, null for a list never polled", async () => {
+      await insertPolls(db, [
+        { list: 'open', at: jan(5, 11, 0), changes: 1 },
+        { list: 'open', at: jan(5, 12, 5, 30, 123), changes: 0 },
+        { list: 'open', at: jan(4, 12, 0), changes: 3 },
+        { list: 'self', at: jan(5, 9, 15), changes: 0 },
+        { list: 'somewhere-else', at: jan(5, 12, 9), changes: 0 },
+      ]);
+      expect(await listStates(db)).toEqual({
+        open: { lastPolledAt: jan(5, 12, 5, 30, 123) },
+        self: { lastPolledAt: jan(5, 9, 15) },
+        unassigned: { lastPolledAt: null },
+        resolved: { lastPolledAt: null },
+      });
+    });
+  });
+
+  describe('plannerHistory', () => {
+    it('is empty for an empty mirror', async () => {
+      expect(await plannerHistory(db, NOW)).toEqual({
+        changes: new Array<number>(HISTORY_BUCKETS).fill(0),
+        firstPollAt: null,
+        pollsLastDay: 0,
+        freeing: new Array<number>(24).fill(0),
+        sentThisHour: 0,
+        nextExpiryAt: null,
+        nextRetryAt: null,
+      });
+    });
+
+    for (const { label, sentAt, k } of FREEING_CASES) {
+      it(`counts a request sent ${label} ${k === null ? 'nowhere (not in the window)' : `in freeing[${k}]`}`, async () => {
+        await insertRequests(db, [sentAt]);
+        const h = await plannerHistory(db, NOW);
+        expect(h.freeing).toEqual(spikes(24, [[k, 1]]));
+        expect(h.nextExpiryAt).toBe(k === null ? null : sentAt + DAY);
+        expect(h.sentThisHour).toBe(k !== null && sentAt >= jan(5, 12, 0) ? 1 : 0);
+      });
+    }
+
+    it('sums the window by hour of freeing, and the oldest request in it gives nextExpiryAt', async () => {
+      await insertRequests(
+        db,
+        FREEING_CASES.map((c) => c.sentAt),
+      );
+      await insertRequests(db, [jan(4, 13, 40), jan(4, 13, 41), jan(5, 3, 0)]);
+      const h = await plannerHistory(db, NOW);
+      const expected = spikes(24, [...FREEING_CASES.map((c): [number | null, number] => [c.k, 1]), [1, 2], [15, 1]]);
+      expect(h.freeing).toEqual(expected);
+      expect(h.freeing.reduce((a, b) => a + b, 0)).toBe(FREEING_CASES.filter((c) => c.k !== null).length + 3);
+      expect(h.nextExpiryAt).toBe(NOW + 1);
+    });
+
+    it('counts in sentThisHour only the requests of the current clock hour up to now', async () => {
+      await insertRequests(db, [
+        jan(4, 12, 5),
+        jan(5, 11, 0),
+        jan(5, 11, 59, 59, 999),
+        jan(5, 12, 0),
+        jan(5, 12, 0, 0, 1),
+        jan(5, 12, 5),
+        NOW,
+        NOW + 1,
+        jan(5, 13, 0),
+      ]);
+      const h = await plannerHistory(db, NOW);
+      expect(h.sentThisHour).toBe(4);
+      // At 13:00 the clock hour turns: what 12:xx sent no longer counts.
+      expect((await plannerHistory(db, jan(5, 13, 0))).sentThisHour).toBe(1);
+    });
+
+    for (const { label, at, k } of CHANGES_CASES) {
+      it(`counts the changes of a poll at ${label} ${k === null ? 'nowhere (ignored)' : `in changes[${k}]`}`, async () => {
+        await insertPolls(db, [{ list: 'open', at, changes: 7 }]);
+        const h = await plannerHistory(db, NOW);
+        expect(h.changes).toHaveLength(HISTORY_BUCKETS);
+        expect(h.changes).toEqual(spikes(HISTORY_BUCKETS, [[k, 7]]));
+        expect(h.pollsLastDay).toBe(k !== null && k < 48 ? 1 : 0);
+        expect(h.firstPollAt).toBe(at);
+      });
+    }
+
+    it('sums changes over the four lists per half hour, and counts the polls of the last 48 half hours', async () => {
+      await insertPolls(db, [
+        // A sweep in the current half hour.
+        ...LIST_NAMES.map((list, i) => ({ list, at: jan(5, 12, 5), changes: i })),
+        { list: 'open', at: jan(5, 11, 45), changes: 5 },
+        { list: 'resolved', at: jan(5, 11, 31), changes: 2 },
+        // The 47th half hour before the current one is in the day; the 48th is not.
+        { list: 'self', at: jan(4, 12, 30), changes: 0 },
+        { list: 'self', at: jan(4, 12, 29, 59, 999), changes: 11 },
+        // A list that is not one of the four is not the planner's business.
+        { list: 'somewhere-else', at: jan(5, 12, 6), changes: 100 },
+      ]);
+      const h = await plannerHistory(db, NOW);
+      expect(h.changes).toEqual(
+        spikes(HISTORY_BUCKETS, [
+          [0, 0 + 1 + 2 + 3],
+          [1, 5 + 2],
+          [48, 11],
+        ]),
+      );
+      expect(h.pollsLastDay).toBe(4 + 2 + 1);
+    });
+
+    it('gives the first list poll ever as firstPollAt, even one older than the eight days of changes', async () => {
+      await insertPolls(db, [
+        { list: 'open', at: jan(5, 12, 0), changes: 1 },
+        { list: 'resolved', at: Date.UTC(2025, 11, 6, 8, 15, 30, 123), changes: 4 },
+        { list: 'self', at: jan(1, 0, 0), changes: 2 },
+      ]);
+      const h = await plannerHistory(db, NOW);
+      expect(h.firstPollAt).toBe(Date.UTC(2025, 11, 6, 8, 15, 30, 123));
+      // Thirty days ago is outside the window of changes.
+      expect(h.changes).toEqual(spikes(HISTORY_BUCKETS, [[0, 1], [(jan(5, 12, 0) - jan(1, 0, 0)) / BUCKET_MS, 2]]));
+    });
+
+    it('gives the earliest back-off that ends after now as nextRetryAt', async () => {
+      await insertTickets(db, [
+        { id: 'ended', open: true, retryAfter: NOW - MIN },
+        { id: 'ends-now', open: true, retryAfter: NOW },
+        { id: 'later', open: true, syncedAt: NOW - DAY, retryAfter: NOW + 2 * HOUR },
+        { id: 'next', open: true, dueSince: NOW - HOUR, retryAfter: NOW + 5 * MIN + 1 },
+      ]);
+      expect((await plannerHistory(db, NOW)).nextRetryAt).toBe(NOW + 5 * MIN + 1);
+      expect((await plannerHistory(db, NOW + 5 * MIN + 1)).nextRetryAt).toBe(NOW + 2 * HOUR);
+      expect((await plannerHistory(db, NOW + 2 * HOUR)).nextRetryAt).toBeNull();
+    });
+
+    it('keeps microseconds from moving a bucket: 11:59:59.999999 is the previous half hour', async () => {
+      await db.execute(sql`
+        insert into list_polls (list, at, items, changes) values ('open', ${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 1, 3)`);
+      await db.execute(sql`
+        insert into api_requests (at, method, path, kind) values (${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 'GET', '/x', 'detail')`);
+      const h = await plannerHistory(db, NOW);
+      expect(h.changes.slice(0, 3)).toEqual([0, 3, 0]);
+      expect(h.sentThisHour).toBe(0);
+      expect(h.freeing).toEqual(spikes(24, [[23, 1]]));
+    });
+  });
+});
