@@ -1,0 +1,120 @@
+import { writeFileSync } from 'node:fs';
+import { writeDetail } from '../src/db/repos/details.ts';
+import { applyListDiff, loadMirrorForList } from '../src/db/repos/lists.ts';
+import { listStates } from '../src/db/repos/work.ts';
+import { diffList } from '../src/sync/differ.ts';
+import { mapDetail, parseListItems, Problems } from '../src/sync/mapping.ts';
+import { isoMicros } from '../src/time.ts';
+import { freshPglite, freshPostgres, type BenchDatabase } from './benchDatabase.ts';
+import { changedItems, detailBody, encode, listItems } from './payloads.ts';
+
+/**
+ * One local-cost measurement in a process of its own, so that its peak RSS is its own:
+ * `tsx bench/localCostWorker.ts <pg|pglite> <list|detail> <size> <runs> <out.json> [postgres-url]`.
+ *
+ * - `list`: a list response of `size` items, processed as the engine processes a poll — JSON.parse, item checks, the
+ *   mirror's view of the list, the diff, the write (one transaction). First into an empty mirror (every item new), then
+ *   `runs` times against the mirror it left, 1 % of the items changed each time (the common case).
+ * - `detail`: one ticket detail with `size` messages — JSON.parse, mapping, the write (one transaction). First as a new
+ *   ticket, then `runs` times again with one more message each time.
+ *
+ * The floor is JSON.parse alone on the same body: no client can do less.
+ */
+
+export interface CostResult {
+  backend: 'pg' | 'pglite';
+  kind: 'list' | 'detail';
+  size: number;
+  bodyBytes: number;
+  /** Milliseconds. */
+  parseMedian: number;
+  firstMs: number;
+  steadyMedian: number;
+  steadyRuns: number[];
+  /** The process's RSS with its database open, before any body was made, and its peak over the measurement. */
+  restRssMb: number;
+  peakRssMb: number;
+}
+
+const [backend, kind, sizeArg, runsArg, out, url] = process.argv.slice(2);
+const size = Number(sizeArg);
+const runs = Number(runsArg);
+if ((backend !== 'pg' && backend !== 'pglite') || (kind !== 'list' && kind !== 'detail') || !out || !(size > 0) || !(runs > 0)) {
+  process.stderr.write('usage: localCostWorker.ts <pg|pglite> <list|detail> <size> <runs> <out.json> [postgres-url]\n');
+  process.exit(2);
+}
+if (backend === 'pg' && !url) throw new Error('a PostgreSQL URL is needed for pg');
+
+const database: BenchDatabase = backend === 'pg' ? await freshPostgres(url!, 'cost') : await freshPglite();
+const at = (i: number) => isoMicros(Date.UTC(2026, 0, 5, 12) + i * 60_000);
+try {
+  const restRssMb = process.memoryUsage().rss / 1_048_576;
+  // Bodies are made one at a time, so that the peak RSS is that of processing one response.
+  const bodyOf = kind === 'list' ? listBody(size) : (i: number) => encode(detailBody('Tk000001', size + i));
+  const handle = kind === 'list' ? processList : processDetail;
+  const parseTimes: number[] = [];
+  const times: number[] = [];
+  let bodyBytes = 0;
+  for (let i = 0; i <= runs; i++) {
+    const body = bodyOf(i);
+    bodyBytes ||= Buffer.byteLength(body);
+    parseTimes.push(time(() => JSON.parse(body)));
+    times.push(await timeAsync(() => handle(body, i)));
+  }
+  const [firstMs, ...steadyRuns] = times as [number, ...number[]];
+  const result: CostResult = {
+    backend,
+    kind,
+    size,
+    bodyBytes,
+    parseMedian: median(parseTimes),
+    firstMs,
+    steadyMedian: median(steadyRuns),
+    steadyRuns,
+    restRssMb,
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+  };
+  writeFileSync(out, JSON.stringify(result));
+} finally {
+  await database.destroy();
+}
+
+/** Body i of a list: the items as first listed, then with 1 % of them changed (a different 1 % each time). */
+function listBody(n: number): (i: number) => string {
+  const base = listItems(n);
+  return (i) => encode(i === 0 ? base : changedItems(base, 0.01, i));
+}
+
+/** What the engine does with one list response (SyncEngine's poll). */
+async function processList(body: string, i: number): Promise<void> {
+  const items = parseListItems(JSON.parse(body) as unknown[], 'resolved', new Problems());
+  await database.db.transaction(async (tx) => {
+    const lists = await listStates(tx);
+    const mirror = await loadMirrorForList(tx, 'resolved', items.map((x) => x.id));
+    await applyListDiff(tx, diffList('resolved', items, mirror, at(i), lists.resolved.lastPolledAt === null));
+  });
+}
+
+/** What the engine does with one detail response (SyncEngine's detail fetch). */
+async function processDetail(body: string, i: number): Promise<void> {
+  const mapped = mapDetail(JSON.parse(body) as Record<string, unknown>, 'Tk000001');
+  await database.db.transaction((tx) => writeDetail(tx, mapped, at(i), at(i)));
+}
+
+function time(f: () => unknown): number {
+  const t0 = performance.now();
+  f();
+  return performance.now() - t0;
+}
+
+async function timeAsync(f: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await f();
+  return performance.now() - t0;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}

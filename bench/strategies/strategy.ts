@@ -1,0 +1,31 @@
+import type { ManualClock } from '../../src/clock.ts';
+import type { Db } from '../../src/db/connect.ts';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { BudgetLimits } from '../../src/sync/budget.ts';
+import type { Observer } from '../lagTracker.ts';
+
+/**
+ * A way of keeping a mirror, driven in virtual time. The runner calls `tick` every 15 s of virtual time, after applying
+ * that step's mutations; a strategy may move the clock forward within the tick (to pace its requests) but never to or
+ * past `until`, where the next step's mutations are applied.
+ */
+export interface Strategy {
+  readonly name: StrategyName;
+  tick(now: number, until: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type StrategyName = 'ticket-mirror' | 'naive-cron' | 'full-refresh';
+
+export interface StrategyContext {
+  clock: ManualClock;
+  sim: RunningSimulator;
+  db: Db;
+  limits: BudgetLimits;
+  /** Where the strategy reports each request it sends and each list and detail it stores. */
+  observer: Observer;
+  /** Run ticket-mirror's pass on every tick, idle or not (slow; for checking that skipping idle ticks changes nothing). */
+  everyTick: boolean;
+}
+
+export type StrategyFactory = (ctx: StrategyContext) => Promise<Strategy>;
