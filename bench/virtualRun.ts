@@ -19,7 +19,7 @@ export const TICK_MS = 15_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 /** How long the run goes on in quiet after the end, to see the mirror become exact. */
-export const MAX_QUIET_HOURS = 24;
+export const MAX_QUIET_HOURS = 48;
 
 export interface VirtualRun {
   strategy: StrategyName;

@@ -124,13 +124,13 @@ const CHANGES_CASES: ReadonlyArray<{ label: string; at: number; k: number | null
  */
 const RANKING_CASES: ReadonlyArray<{ label: string; winner: Omit<TicketSpec, 'id'>; loser: Omit<TicketSpec, 'id'> }> = [
   {
-    label: 'an open ticket read 6 h ago before a resolved one read 10 days ago (weight 1 vs 0.02)',
-    winner: { open: true, syncedAt: NOW - 6 * HOUR },
+    label: 'an open ticket read 2 h ago before a resolved one read 10 days ago (weight 1 vs 0.005)',
+    winner: { open: true, syncedAt: NOW - 2 * HOUR },
     loser: { resolved: true, syncedAt: NOW - 10 * DAY },
   },
   {
-    label: 'a resolved ticket read 10 days ago before an open one read 4 h ago (resolved ones still come round)',
-    winner: { resolved: true, syncedAt: NOW - 10 * DAY },
+    label: 'a resolved ticket read 40 days ago before an open one read 4 h ago (resolved ones still come round)',
+    winner: { resolved: true, syncedAt: NOW - 40 * DAY },
     loser: { open: true, syncedAt: NOW - 4 * HOUR },
   },
   {

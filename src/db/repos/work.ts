@@ -82,7 +82,7 @@ export async function pickRevalidate(tx: Tx, now: number, limit: number): Promis
           and ${FETCHABLE}${at}::timestamptz)
         order by
           extract(epoch from (${at}::timestamptz - detail_synced_at))
-          * (case when in_open or in_self or in_unassigned then 1.0 else 0.02 end)
+          * (case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
           * (case when has_unread_messages then 1.5 else 1.0 end)
           * (1.0 + (case when greatest(last_contact_at, updated_at, created_at) is null then 0.0
               else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
