@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runScript } from './children.ts';
@@ -40,11 +40,17 @@ export async function measureLocalCost(plan: LocalCostPlan, postgresUrl: string 
   }
   const results: CostResult[] = [];
   for (const job of jobs) {
-    const out = join(tmpdir(), `tm-cost-${process.pid}-${job.backend}-${job.kind}-${job.size}.json`);
-    const args = [job.backend, job.kind, String(job.size), String(plan.runs), out, ...(job.backend === 'pg' ? [postgresUrl!] : [])];
-    await runScript('localCostWorker.ts', args, `${job.backend} ${job.kind} ${job.size}`);
-    results.push(JSON.parse(readFileSync(out, 'utf8')) as CostResult);
-    rmSync(out, { force: true });
+    const dir = mkdtempSync(join(tmpdir(), `tm-cost-${job.kind}-${job.size}-`));
+    try {
+      const out = join(dir, 'result.json');
+      const label = `${job.backend} ${job.kind} ${job.size}`;
+      await runScript('localCostWorker.ts', ['prepare', job.kind, String(job.size), String(plan.runs), dir], `${label} (bodies)`);
+      const args = ['measure', job.backend, job.kind, String(job.size), String(plan.runs), dir, out, ...(job.backend === 'pg' ? [postgresUrl!] : [])];
+      await runScript('localCostWorker.ts', args, label);
+      results.push(JSON.parse(readFileSync(out, 'utf8')) as CostResult);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
   return results;
 }

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { writeDetail } from '../src/db/repos/details.ts';
 import { applyListDiff, loadMirrorForList } from '../src/db/repos/lists.ts';
 import { listStates } from '../src/db/repos/work.ts';
@@ -9,8 +10,8 @@ import { freshPglite, freshPostgres, type BenchDatabase } from './benchDatabase.
 import { changedItems, detailBody, encode, listItems } from './payloads.ts';
 
 /**
- * One local-cost measurement in a process of its own, so that its peak RSS is its own:
- * `tsx bench/localCostWorker.ts <pg|pglite> <list|detail> <size> <runs> <out.json> [postgres-url]`.
+ * One local-cost measurement in a process of its own, so that its peak RSS is its own (`prepare` writes the bodies
+ * first, in another process; `measure` reads them one at a time): see `usage()`.
  *
  * - `list`: a list response of `size` items, processed as the engine processes a poll — JSON.parse, item checks, the
  *   mirror's view of the list, the diff, the write (one transaction). First into an empty mirror (every item new), then
@@ -18,7 +19,7 @@ import { changedItems, detailBody, encode, listItems } from './payloads.ts';
  * - `detail`: one ticket detail with `size` messages — JSON.parse, mapping, the write (one transaction). First as a new
  *   ticket, then `runs` times again with one more message each time.
  *
- * The floor is JSON.parse alone on the same body: no client can do less.
+ * The floor is JSON.parse alone on the same body (timed by `prepare`): no client can do less.
  */
 
 export interface CostResult {
@@ -31,53 +32,75 @@ export interface CostResult {
   firstMs: number;
   steadyMedian: number;
   steadyRuns: number[];
-  /** The process's RSS with its database open, before any body was made, and its peak over the measurement. */
+  /** The process's RSS with its database open, before any body was read, and its peak over the measurement. */
   restRssMb: number;
   peakRssMb: number;
 }
 
-const [backend, kind, sizeArg, runsArg, out, url] = process.argv.slice(2);
-const size = Number(sizeArg);
-const runs = Number(runsArg);
-if ((backend !== 'pg' && backend !== 'pglite') || (kind !== 'list' && kind !== 'detail') || !out || !(size > 0) || !(runs > 0)) {
-  process.stderr.write('usage: localCostWorker.ts <pg|pglite> <list|detail> <size> <runs> <out.json> [postgres-url]\n');
+function usage(): never {
+  process.stderr.write(
+    'usage: localCostWorker.ts prepare <list|detail> <size> <runs> <dir>\n' +
+      '       localCostWorker.ts measure <pg|pglite> <list|detail> <size> <runs> <dir> <out.json> [postgres-url]\n',
+  );
   process.exit(2);
 }
-if (backend === 'pg' && !url) throw new Error('a PostgreSQL URL is needed for pg');
 
-const database: BenchDatabase = backend === 'pg' ? await freshPostgres(url!, 'cost') : await freshPglite();
-const at = (i: number) => isoMicros(Date.UTC(2026, 0, 5, 12) + i * 60_000);
-try {
-  const restRssMb = process.memoryUsage().rss / 1_048_576;
-  // Bodies are made one at a time, so that the peak RSS is that of processing one response.
+/**
+ * Writes the bodies (`body-<i>.json`, i = 0…runs) and times JSON.parse on them (`parse.json`), in a process of its own:
+ * making a body of 100,000 items costs more memory than processing it, and must not count in the measurement.
+ */
+async function prepare([kind, sizeArg, runsArg, dir]: string[]): Promise<void> {
+  const size = Number(sizeArg);
+  const runs = Number(runsArg);
+  if ((kind !== 'list' && kind !== 'detail') || !dir || !(size > 0) || !(runs > 0)) usage();
   const bodyOf = kind === 'list' ? listBody(size) : (i: number) => encode(detailBody('Tk000001', size + i));
-  const handle = kind === 'list' ? processList : processDetail;
   const parseTimes: number[] = [];
-  const times: number[] = [];
   let bodyBytes = 0;
   for (let i = 0; i <= runs; i++) {
     const body = bodyOf(i);
     bodyBytes ||= Buffer.byteLength(body);
     parseTimes.push(time(() => JSON.parse(body)));
-    times.push(await timeAsync(() => handle(body, i)));
+    writeFileSync(join(dir, `body-${i}.json`), body);
   }
-  const [firstMs, ...steadyRuns] = times as [number, ...number[]];
-  const result: CostResult = {
-    backend,
-    kind,
-    size,
-    bodyBytes,
-    parseMedian: median(parseTimes),
-    firstMs,
-    steadyMedian: median(steadyRuns),
-    steadyRuns,
-    restRssMb,
-    peakRssMb: process.resourceUsage().maxRSS / 1024,
-  };
-  writeFileSync(out, JSON.stringify(result));
-} finally {
-  await database.destroy();
+  writeFileSync(join(dir, 'parse.json'), JSON.stringify({ parseMedian: median(parseTimes), bodyBytes }));
 }
+
+async function measure([backend, kind, sizeArg, runsArg, dir, out, url]: string[]): Promise<void> {
+  const size = Number(sizeArg);
+  const runs = Number(runsArg);
+  if ((backend !== 'pg' && backend !== 'pglite') || (kind !== 'list' && kind !== 'detail') || !dir || !out || !(size > 0) || !(runs > 0)) usage();
+  if (backend === 'pg' && !url) throw new Error('a PostgreSQL URL is needed for pg');
+  const database: BenchDatabase = backend === 'pg' ? await freshPostgres(url!, 'cost') : await freshPglite();
+  try {
+    const restRssMb = process.memoryUsage().rss / 1_048_576;
+    const handle = kind === 'list' ? processList : processDetail;
+    const times: number[] = [];
+    for (let i = 0; i <= runs; i++) {
+      // Read one at a time: the peak RSS is that of processing one response, as it arrives.
+      const body = readFileSync(join(dir, `body-${i}.json`), 'utf8');
+      times.push(await timeAsync(() => handle(database, body, i)));
+    }
+    const { parseMedian, bodyBytes } = JSON.parse(readFileSync(join(dir, 'parse.json'), 'utf8')) as { parseMedian: number; bodyBytes: number };
+    const [firstMs, ...steadyRuns] = times as [number, ...number[]];
+    const result: CostResult = {
+      backend,
+      kind,
+      size,
+      bodyBytes,
+      parseMedian,
+      firstMs,
+      steadyMedian: median(steadyRuns),
+      steadyRuns,
+      restRssMb,
+      peakRssMb: process.resourceUsage().maxRSS / 1024,
+    };
+    writeFileSync(out, JSON.stringify(result));
+  } finally {
+    await database.destroy();
+  }
+}
+
+const at = (i: number) => isoMicros(Date.UTC(2026, 0, 5, 12) + i * 60_000);
 
 /** Body i of a list: the items as first listed, then with 1 % of them changed (a different 1 % each time). */
 function listBody(n: number): (i: number) => string {
@@ -86,17 +109,17 @@ function listBody(n: number): (i: number) => string {
 }
 
 /** What the engine does with one list response (SyncEngine's poll). */
-async function processList(body: string, i: number): Promise<void> {
+async function processList(database: BenchDatabase, body: string, i: number): Promise<void> {
   const items = parseListItems(JSON.parse(body) as unknown[], 'resolved', new Problems());
   await database.db.transaction(async (tx) => {
     const lists = await listStates(tx);
-    const mirror = await loadMirrorForList(tx, 'resolved', items.map((x) => x.id));
+    const mirror = await loadMirrorForList(tx, 'resolved', items);
     await applyListDiff(tx, diffList('resolved', items, mirror, at(i), lists.resolved.lastPolledAt === null));
   });
 }
 
 /** What the engine does with one detail response (SyncEngine's detail fetch). */
-async function processDetail(body: string, i: number): Promise<void> {
+async function processDetail(database: BenchDatabase, body: string, i: number): Promise<void> {
   const mapped = mapDetail(JSON.parse(body) as Record<string, unknown>, 'Tk000001');
   await database.db.transaction((tx) => writeDetail(tx, mapped, at(i), at(i)));
 }
@@ -118,3 +141,8 @@ function median(xs: readonly number[]): number {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
+
+const [mode, ...args] = process.argv.slice(2);
+if (mode === 'prepare') await prepare(args);
+else if (mode === 'measure') await measure(args);
+else usage();

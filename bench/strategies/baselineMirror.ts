@@ -51,7 +51,7 @@ export class BaselineMirror {
     const items = parseListItems(response.body, list, new Problems());
     const at = isoMicros(response.at);
     await this.#ctx.db.transaction(async (tx) => {
-      const mirror = await loadMirrorForList(tx, list, items.map((i) => i.id));
+      const mirror = await loadMirrorForList(tx, list, items);
       await applyListDiff(tx, diffList(list, items, mirror, at));
     });
     this.#ctx.observer.polled(list, response.at);

@@ -22,6 +22,10 @@ import {
  */
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'string', precision: 6 });
 
+/**
+ * Stored with fillfactor 50 (migration 0003; drizzle cannot declare a table's storage parameters): each list poll
+ * updates every ticket it lists, and half-free pages let those updates stay heap-only (HOT), leaving the indexes alone.
+ */
 export const tickets = pgTable(
   'tickets',
   {

@@ -73,25 +73,42 @@ export interface ListDiff {
 const LIST_FIELDS = ['name', 'email', 'status', 'hasUnreadMessages', 'createdAt'] as const;
 
 /**
+ * The mirror's side of one list response. Without `fresh`, `tickets` holds every mirrored ticket that is listed or was
+ * in the list. With it (what db/repos/lists.ts gives), the database has already set aside the listed tickets whose
+ * list fields and membership it holds exactly as listed: `tickets` holds only the others that it has, and those that
+ * were in the list; `fresh` the listed ids it does not have at all; any other listed ticket is unchanged.
+ */
+export interface ListMirror {
+  tickets: ReadonlyMap<string, MirrorTicket>;
+  fresh?: ReadonlySet<string>;
+}
+
+/**
  * `initial` is the first poll of this list: what it shows is the backlog, not news, so its tickets wait for the
  * paced backfill instead of jumping the queue as due details.
  */
 export function diffList(
   list: ListName,
   items: readonly ListItem[],
-  mirror: ReadonlyMap<string, MirrorTicket>,
+  mirror: ListMirror,
   at: string,
   initial = false,
 ): ListDiff {
+  const { tickets, fresh } = mirror;
   const flag = FLAG[list];
   const writes: ListRowWrite[] = [];
   const unchanged: string[] = [];
-  const listed = new Set<string>();
+  // The listed tickets the mirror has in this list; any other it has there just left.
+  const stayed = new Set<string>();
   let changes = 0;
 
   for (const item of items) {
-    listed.add(item.id);
-    const old = mirror.get(item.id);
+    const old = tickets.get(item.id);
+    if (old?.[flag]) stayed.add(item.id);
+    if (!old && fresh && !fresh.has(item.id)) {
+      unchanged.push(item.id);
+      continue;
+    }
     if (!old) {
       changes++;
       const state: TrackedState = { ...emptyState(), status: item.status, [flag]: true };
@@ -111,21 +128,13 @@ export function diffList(
       });
       continue;
     }
-    const merged = { name: old.name, email: old.email, status: old.status, hasUnreadMessages: old.hasUnreadMessages, createdAt: old.createdAt };
-    let fieldChanged = false;
-    for (const key of LIST_FIELDS) {
-      if (item.unstorable.includes(key)) continue;
-      if (item[key] !== old[key]) {
-        (merged as Record<string, unknown>)[key] = item[key];
-        fieldChanged = true;
-      }
-    }
     const joined = !old[flag];
     const revived = old.deletedAt !== null || old.missingSince !== null;
-    if (!fieldChanged && !joined && !revived) {
+    if (!joined && !revived && !listFieldsChanged(item, old)) {
       unchanged.push(item.id);
       continue;
     }
+    const merged = listFieldsToStore(item, old);
     changes++;
     const state: TrackedState = { ...trackedOf(old), status: merged.status, [flag]: true };
     const stateChanged = !sameState(state, old);
@@ -141,8 +150,8 @@ export function diffList(
     });
   }
 
-  for (const old of mirror.values()) {
-    if (!old[flag] || listed.has(old.id)) continue;
+  for (const old of tickets.values()) {
+    if (!old[flag] || stayed.has(old.id)) continue;
     changes++;
     const state: TrackedState = { ...trackedOf(old), [flag]: false };
     writes.push({
@@ -161,6 +170,29 @@ export function diffList(
     });
   }
   return { list, at, writes, unchanged, changes: initial ? 0 : changes };
+}
+
+function listFieldsChanged(item: ListItem, old: MirrorTicket): boolean {
+  if (item.unstorable.length > 0) return LIST_FIELDS.some((key) => !item.unstorable.includes(key) && item[key] !== old[key]);
+  return (
+    item.name !== old.name ||
+    item.email !== old.email ||
+    item.status !== old.status ||
+    item.hasUnreadMessages !== old.hasUnreadMessages ||
+    item.createdAt !== old.createdAt
+  );
+}
+
+/** The list's fields as they will be stored: the item's, except those no column could hold, which keep the mirror's. */
+function listFieldsToStore(item: ListItem, old: MirrorTicket): Pick<ListItem, (typeof LIST_FIELDS)[number]> {
+  const pick = <K extends (typeof LIST_FIELDS)[number]>(key: K) => (item.unstorable.includes(key) ? old[key] : item[key]);
+  return {
+    name: pick('name'),
+    email: pick('email'),
+    status: pick('status'),
+    hasUnreadMessages: pick('hasUnreadMessages'),
+    createdAt: pick('createdAt'),
+  };
 }
 
 export function emptyState(): TrackedState {

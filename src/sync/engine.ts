@@ -222,7 +222,7 @@ export class SyncEngine {
     const at = isoMicros(response.at);
     const diff = await this.#o.db.transaction(async (tx) => {
       const lists = await listStates(tx);
-      const mirror = await loadMirrorForList(tx, list, items.map((i) => i.id));
+      const mirror = await loadMirrorForList(tx, list, items);
       const d = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
       await applyListDiff(tx, d);
       return d;

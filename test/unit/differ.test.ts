@@ -28,12 +28,23 @@ const mirrored = (id: string, over: Partial<MirrorTicket> = {}): MirrorTicket =>
   stateSeenAt: '2026-01-05T11:00:00.000000Z',
   ...over,
 });
-const mirror = (...t: MirrorTicket[]) => new Map(t.map((x) => [x.id, x]));
+const mirror = (...t: MirrorTicket[]) => ({ tickets: new Map(t.map((x) => [x.id, x])) });
 
 describe('diffList', () => {
   it('leaves unchanged tickets to a light touch', () => {
     const d = diffList('open', [item('a')], mirror(mirrored('a')), AT);
     expect(d).toMatchObject({ writes: [], unchanged: ['a'], changes: 0 });
+  });
+
+  it('given what the database set aside, takes a listed ticket it was not handed as unchanged, one in `fresh` as new', () => {
+    const d = diffList('open', [item('a'), item('n'), item('c', { name: 'Changed' })], { tickets: new Map([['c', mirrored('c')], ['gone', mirrored('gone')]]), fresh: new Set(['n']) }, AT);
+    expect(d.unchanged).toEqual(['a']);
+    expect(d.writes.map((w) => [w.id, w.isNew, w.seen])).toEqual([
+      ['n', true, true],
+      ['c', false, true],
+      ['gone', false, false],
+    ]);
+    expect(d.changes).toBe(3);
   });
 
   it('writes a new ticket, due, with its first state', () => {
@@ -69,6 +80,16 @@ describe('diffList', () => {
   it('a field no column could hold keeps its mirrored value', () => {
     const d = diffList('open', [item('a', { createdAt: null, unstorable: ['createdAt'] })], mirror(mirrored('a')), AT);
     expect(d.unchanged).toEqual(['a']);
+  });
+
+  it('a changed field is stored while one no column could hold keeps the mirrored value', () => {
+    const d = diffList('open', [item('a', { name: 'Ann B.', createdAt: null, unstorable: ['createdAt'] })], mirror(mirrored('a')), AT);
+    expect(d.writes).toEqual([expect.objectContaining({ id: 'a', name: 'Ann B.', createdAt: '2026-01-01T00:00:00.123456Z' })]);
+  });
+
+  it('a ticket listed twice does not count as having left', () => {
+    const d = diffList('open', [item('a'), item('a')], mirror(mirrored('a'), mirrored('b')), AT);
+    expect(d.writes.map((w) => [w.id, w.seen])).toEqual([['b', false]]);
   });
 
   it('a missing or deleted ticket that reappears is written again', () => {

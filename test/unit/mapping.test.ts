@@ -95,6 +95,32 @@ describe('parseListItems', () => {
     expect(item).toMatchObject({ id: 'a', unstorable: ['createdAt'] });
     expect(problems.lines).toHaveLength(1);
   });
+
+  it('takes an item in the spec\'s shape as given, and canonicalises anything else as before', () => {
+    const problems = new Problems();
+    const base = { name: 'A', email: 'a@x', status: 'open', has_unread_messages: true };
+    const items = parseListItems(
+      [
+        { id: 'spec', ...base, created_at: '2024-02-29T23:59:59.999999Z' },
+        // The spec's shape, but no such day: Date.UTC rolls it over, as it always did.
+        { id: 'rolled', ...base, created_at: '2026-02-30T00:00:00.000000Z' },
+        { id: 'offset', ...base, created_at: '2026-01-05 14:00:00.5+02' },
+        { id: 7, ...base, has_unread_messages: 1, created_at: '2026-01-05T12:00:00.000001Z' },
+      ],
+      'open',
+      problems,
+    );
+    expect(items.map((i) => [i.id, i.createdAt, i.hasUnreadMessages])).toEqual([
+      ['spec', '2024-02-29T23:59:59.999999Z', true],
+      ['rolled', '2026-03-02T00:00:00.000000Z', true],
+      ['offset', '2026-01-05T12:00:00.500000Z', true],
+      ['7', '2026-01-05T12:00:00.000001Z', true],
+    ]);
+    expect(problems.lines).toEqual([
+      'open[2] (offset): created_at = "2026-01-05 14:00:00.5+02" is not in the spec\'s timestamp shape',
+      'open[3] (7): has_unread_messages is 1 where the spec gives a boolean',
+    ]);
+  });
 });
 
 describe('stripAttachmentUrls', () => {

@@ -1,8 +1,8 @@
-import { sameState, trackedOf, type TrackedState } from '../../sync/differ.ts';
+import { sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../sync/differ.ts';
 import type { MappedDetail } from '../../sync/mapping.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
-import { MIRROR_COLUMNS, toMirrorTicket, type MirrorRecord } from './rows.ts';
+import { MIRROR_TICKET_COLUMNS } from './rows.ts';
 
 export interface DetailWriteResult {
   /** The stored payload differed from the new one (or there was none). */
@@ -17,9 +17,9 @@ export interface DetailWriteResult {
  */
 export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requestedAt: string): Promise<DetailWriteResult> {
   const t = d.ticket;
-  const [old] = await queryRows<MirrorRecord & { same_raw: boolean | null }>(
+  const [old] = await queryRows<MirrorTicket & { same_raw: boolean | null }>(
     tx,
-    sql`select ${sql.raw(MIRROR_COLUMNS)}, raw = ${JSON.stringify(d.raw)}::jsonb as same_raw from tickets where id = ${t.id} for update`,
+    sql`select ${sql.raw(MIRROR_TICKET_COLUMNS)}, raw = ${JSON.stringify(d.raw)}::jsonb as same_raw from tickets where id = ${t.id} for update`,
   );
   await tx.execute(sql`
     insert into tickets as t (id, name, email, status, priority, has_unread_messages, replied_to_customer, closed_at,
@@ -42,7 +42,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
   await writeMessages(tx, d, at);
   await writeAttachments(tx, d, at);
 
-  const before = old ? toMirrorTicket(old) : null;
+  const before = old ?? null;
   const state: TrackedState = {
     ...(before ? trackedOf(before) : { inOpen: false, inSelf: false, inUnassigned: false, inResolved: false, assignedTo: null, priority: null, status: null }),
     status: t.status,

@@ -1,4 +1,5 @@
 import { queryRows, sql, type Tx } from '../connect.ts';
+import { boolArray, textArray } from './rows.ts';
 import type { TrackedState } from '../../sync/differ.ts';
 
 export interface StateChange {
@@ -14,28 +15,21 @@ export interface StateChange {
  */
 export async function recordStateChanges(tx: Tx, changes: readonly StateChange[], at: string): Promise<void> {
   if (changes.length === 0) return;
-  const ids = JSON.stringify(changes.map((c) => c.ticketId));
+  const ids = textArray(changes.map((c) => c.ticketId));
   await tx.execute(sql`
     update ticket_history set valid_to = ${at}::timestamptz
-    where valid_to is null and ticket_id in (select jsonb_array_elements_text(${ids}::jsonb))`);
-  const rows = JSON.stringify(
-    changes.map((c) => ({
-      ticket_id: c.ticketId,
-      status: c.state.status,
-      priority: c.state.priority,
-      assigned_to: c.state.assignedTo ?? null,
-      in_open: c.state.inOpen,
-      in_self: c.state.inSelf,
-      in_unassigned: c.state.inUnassigned,
-      in_resolved: c.state.inResolved,
-      changed_after: c.changedAfter,
-    })),
-  );
+    where valid_to is null and ticket_id = any(${ids}::text[])`);
+  const texts = (f: (c: StateChange) => string | null) => textArray(changes.map(f));
+  const bools = (f: (c: StateChange) => boolean) => boolArray(changes.map(f));
   await tx.execute(sql`
     insert into ticket_history (ticket_id, status, priority, assigned_to, in_open, in_self, in_unassigned, in_resolved, valid_from, changed_after)
-    select r.ticket_id, r.status, r.priority, r.assigned_to, r.in_open, r.in_self, r.in_unassigned, r.in_resolved, ${at}::timestamptz, r.changed_after
-    from jsonb_to_recordset(${rows}::jsonb) as r(ticket_id text, status text, priority text, assigned_to jsonb,
-      in_open boolean, in_self boolean, in_unassigned boolean, in_resolved boolean, changed_after timestamptz)`);
+    select r.ticket_id, r.status, r.priority, r.assigned_to::jsonb, r.in_open, r.in_self, r.in_unassigned, r.in_resolved,
+      ${at}::timestamptz, r.changed_after
+    from unnest(${ids}::text[], ${texts((c) => c.state.status)}::text[], ${texts((c) => c.state.priority)}::text[],
+      ${texts((c) => (c.state.assignedTo == null ? null : JSON.stringify(c.state.assignedTo)))}::text[], ${bools((c) => c.state.inOpen)}::boolean[],
+      ${bools((c) => c.state.inSelf)}::boolean[], ${bools((c) => c.state.inUnassigned)}::boolean[],
+      ${bools((c) => c.state.inResolved)}::boolean[], ${texts((c) => c.changedAfter)}::timestamptz[])
+      as r(ticket_id, status, priority, assigned_to, in_open, in_self, in_unassigned, in_resolved, changed_after)`);
 }
 
 export interface HistoryRow {

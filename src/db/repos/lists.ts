@@ -1,8 +1,9 @@
 import type { ListName } from '../../api/endpoints.ts';
-import type { ListDiff, MirrorTicket } from '../../sync/differ.ts';
+import type { ListDiff, ListMirror, ListRowWrite, MirrorTicket } from '../../sync/differ.ts';
+import type { ListItem } from '../../sync/mapping.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
-import { MIRROR_COLUMNS, toMirrorTicket, type MirrorRecord } from './rows.ts';
+import { boolArray, MIRROR_TICKET_COLUMNS, textArray } from './rows.ts';
 
 const FLAG_COLUMN: Record<ListName, string> = {
   open: 'in_open',
@@ -11,42 +12,56 @@ const FLAG_COLUMN: Record<ListName, string> = {
   resolved: 'in_resolved',
 };
 
-/** The mirror's view of a list: the tickets it names and those the mirror believes are in it. One query. */
-export async function loadMirrorForList(tx: Tx, list: ListName, ids: readonly string[]): Promise<Map<string, MirrorTicket>> {
-  const rows = await queryRows<MirrorRecord>(
+/**
+ * The mirror's side of a list response (see `ListMirror`), in two queries whatever the list's size. The database
+ * compares every listed item with its row and returns only the tickets that may have changed (a list field, the
+ * membership, a missing or deleted mark) and those that left the list; the differ looks at those alone. Equal in the
+ * database means equal to the differ (text byte for byte, instants to the microsecond), so nothing changed is missed;
+ * a row returned that the differ finds unchanged (a field the item could not give) costs nothing but its reading.
+ */
+export async function loadMirrorForList(tx: Tx, list: ListName, items: readonly ListItem[]): Promise<ListMirror> {
+  const flag = sql.raw(FLAG_COLUMN[list]);
+  const ids = textArray(items.map((i) => i.id));
+  const texts = (f: (i: ListItem) => string | null) => textArray(items.map(f));
+  const rows = await queryRows<MirrorTicket>(
     tx,
-    sql`select ${sql.raw(MIRROR_COLUMNS)} from tickets
-      where ${sql.raw(FLAG_COLUMN[list])} or id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
+    sql`with l as (
+        select * from unnest(${ids}::text[], ${texts((i) => i.name)}::text[], ${texts((i) => i.email)}::text[],
+          ${texts((i) => i.status)}::text[], ${boolArray(items.map((i) => i.hasUnreadMessages))}::boolean[],
+          ${texts((i) => i.createdAt)}::timestamptz[]) as l(l_id, l_name, l_email, l_status, l_unread, l_created_at))
+      select ${sql.raw(MIRROR_TICKET_COLUMNS)} from tickets t join l on l_id = t.id
+      where not t.${flag} or t.deleted_at is not null or t.missing_since is not null
+        or t.name is distinct from l_name or t.email is distinct from l_email or t.status is distinct from l_status
+        or t.has_unread_messages is distinct from l_unread or t.created_at is distinct from l_created_at
+      union all
+      select ${sql.raw(MIRROR_TICKET_COLUMNS)} from tickets t where t.${flag} and not exists (select 1 from l where l_id = t.id)`,
   );
-  return new Map(rows.map((r) => [r.id, toMirrorTicket(r)]));
+  const [fresh] = await queryRows<{ ids: string[] }>(
+    tx,
+    sql`select coalesce(array_agg(l.id), '{}') as ids from unnest(${ids}::text[]) as l(id)
+      where not exists (select 1 from tickets t where t.id = l.id)`,
+  );
+  const tickets = new Map<string, MirrorTicket>();
+  for (const row of rows) tickets.set(row.id, row);
+  return { tickets, fresh: new Set(fresh?.ids ?? []) };
 }
 
 /** Writes one list diff: a fixed number of statements for any list size. Call inside a transaction. */
 export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
-  const { at } = diff;
+  const { at, writes } = diff;
   const flag = sql.raw(FLAG_COLUMN[diff.list]);
-  if (diff.writes.length > 0) {
-    const rows = JSON.stringify(
-      diff.writes.map((w) => ({
-        id: w.id,
-        name: w.name,
-        email: w.email,
-        status: w.status,
-        has_unread_messages: w.hasUnreadMessages,
-        created_at: w.createdAt,
-        flag: w.flag,
-        seen: w.seen,
-        due: w.due,
-        state_changed: w.newState !== null,
-      })),
-    );
+  if (writes.length > 0) {
+    const texts = (f: (w: ListRowWrite) => string | null) => textArray(writes.map(f));
+    const bools = (f: (w: ListRowWrite) => boolean | null) => boolArray(writes.map(f));
     await tx.execute(sql`
       insert into tickets as t (id, name, email, status, has_unread_messages, created_at, ${flag},
         first_seen_at, last_seen_at, detail_due_since, state_seen_at)
       select r.id, r.name, r.email, r.status, r.has_unread_messages, r.created_at, r.flag,
         ${at}::timestamptz, ${at}::timestamptz, case when r.due then ${at}::timestamptz end, ${at}::timestamptz
-      from jsonb_to_recordset(${rows}::jsonb) as r(id text, name text, email text, status text,
-        has_unread_messages boolean, created_at timestamptz, flag boolean, seen boolean, due boolean, state_changed boolean)
+      from unnest(${texts((w) => w.id)}::text[], ${texts((w) => w.name)}::text[], ${texts((w) => w.email)}::text[],
+        ${texts((w) => w.status)}::text[], ${bools((w) => w.hasUnreadMessages)}::boolean[],
+        ${texts((w) => w.createdAt)}::timestamptz[], ${bools((w) => w.flag)}::boolean[], ${bools((w) => w.due)}::boolean[])
+        as r(id, name, email, status, has_unread_messages, created_at, flag, due)
       on conflict (id) do update set
         name = excluded.name,
         email = excluded.email,
@@ -63,16 +78,18 @@ export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
   if (diff.unchanged.length > 0) {
     await tx.execute(sql`
       update tickets set last_seen_at = ${at}::timestamptz, state_seen_at = ${at}::timestamptz
-      where id in (select jsonb_array_elements_text(${JSON.stringify(diff.unchanged)}::jsonb))`);
+      where id = any(${textArray(diff.unchanged)}::text[])`);
   }
   await recordStateChanges(
     tx,
     diff.writes.filter((w) => w.newState !== null).map((w) => ({ ticketId: w.id, state: w.newState!, changedAfter: w.changedAfter })),
     at,
   );
+  let listed = diff.unchanged.length;
+  for (const w of writes) if (w.seen) listed++;
   await tx.execute(sql`
     insert into list_polls (list, at, items, changes)
-    values (${diff.list}, ${at}::timestamptz, ${diff.writes.filter((w) => w.seen).length + diff.unchanged.length}, ${diff.changes})`);
+    values (${diff.list}, ${at}::timestamptz, ${listed}, ${diff.changes})`);
 }
 
 /**
@@ -89,4 +106,3 @@ export async function markMissingAfterSweep(tx: Tx, at: string): Promise<number>
   );
   return rows.length;
 }
-
