@@ -67,7 +67,9 @@ export function lagChart(input: ChartInput): string {
     if (input.backfillDoneHour !== null) {
       const bx = x(input.backfillDoneHour);
       parts.push(`<line x1="${bx}" x2="${bx}" y1="${top}" y2="${top + PANEL_H}" stroke="#1f6feb" stroke-dasharray="2 3"/>`);
-      parts.push(`<text x="${bx + 4}" y="${top + 14}" fill="#1f6feb">ticket-mirror backfill complete</text>`);
+      // Left of the rule when it stands in the right half, so that the label stays inside the plot.
+      const right = bx > M.left + plotW / 2;
+      parts.push(`<text x="${right ? bx - 4 : bx + 4}" y="${top + 14}" text-anchor="${right ? 'end' : 'start'}" fill="#1f6feb">ticket-mirror backfill complete</text>`);
     }
     if (panel.key === 'listP95' && input.listBoundMs !== null && Number.isFinite(input.listBoundMs)) {
       const by = y(input.listBoundMs);
