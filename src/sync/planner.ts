@@ -30,9 +30,12 @@ import { DAY_MS, MINUTE_MS, type BudgetSnapshot } from './budget.ts';
  * same hours yesterday (known from the ledger). So a class of work may spend now only what leaves, for every horizon τ
  * of the next 24 h, `left now + slots freed within τ ≥ demand of the classes above it within τ`: details keep the
  * forecast polls' slots, background keeps the forecast polls' and details' (a list change brings about half a detail),
- * with a 20 % margin. Background keeps a share of A — 35 % while the backfill runs, 5 % afterwards — and when details
- * and background both wait, background gets its share of what is free. Nothing idles that live work will not need; live work always finds room.
- * On a first day there is no history to forecast from, so background is also held to half the hourly average.
+ * with a 20 % margin. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the last
+ * two hours fell short of theirs (a quiet spell the history did not foresee; its effect fades over 12 hours).
+ * Background keeps a share of A — 35 % while the backfill runs, 15 % afterwards (what no list shows must come round
+ * too) — and when details and background both wait, background gets its share of what is free. Nothing idles that live
+ * work will not need; live work always finds room. On a first day there is no history to forecast from, so background
+ * is also held to half the hourly average.
  *
  * The planner reads the history in clock buckets (half hours, hours), so between known instants — a bucket boundary,
  * a list falling due, a request leaving the window — its inputs do not change: an idle plan says when the next such
@@ -53,6 +56,9 @@ export const POLICY = {
   minChangesPerHour: 0.5,
   /** Live details a list change brings: a changed ticket usually shows in two lists. */
   detailsPerChange: 0.5,
+  /** A quiet spell's effect on the forecast fades over this many hours; changes added to both sides of its ratio. */
+  quietSpellHours: 12,
+  quietSpellSlack: 2,
   /** Margin on the forecast live demand. */
   liveMargin: 1.2,
   /**
@@ -66,7 +72,7 @@ export const POLICY = {
   pollOverspend: 1.1,
   /** Background share of the allowance kept while the backfill runs, and afterwards (for revalidation). */
   minBackgroundShareBackfill: 0.35,
-  minBackgroundShareSteady: 0.05,
+  minBackgroundShareSteady: 0.15,
 } as const;
 
 /** Width of the activity buckets of `PlannerHistory`. */
@@ -260,10 +266,23 @@ function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number): Swee
     return a === null || b === null ? null : (a + b) / 2;
   };
   const recent = h.firstPollAt === null ? null : 2 * Math.max(h.changes[0] ?? 0, known(1) ? h.changes[1]! : 0);
+  // A quiet spell the history did not foresee (a holiday, activity that stopped) lowers the forecast: by how much the
+  // last two hours fell short of what the same hours a week ago (or yesterday) saw, back to the history over 12 hours.
+  // Otherwise slots stay reserved for changes that do not come, and revalidation starves.
+  let lately = 0;
+  let foreseen = 0;
+  for (let k = 1; k <= 4; k++) {
+    if (!known(k)) continue;
+    const then = rate(k + 336) ?? rate(k + 48);
+    lately += h.changes[k]!;
+    foreseen += then === null ? h.changes[k]! : then / 2;
+  }
+  const shortfall = Math.min(1, (lately + POLICY.quietSpellSlack) / (foreseen + POLICY.quietSpellSlack));
   const expected = (hoursAhead: number): number => {
     const hour = hourNow + hoursAhead;
     // A week's rhythm repeats: the same hour a week ago is the best guess; without a week of history, yesterday's.
-    const past = hourRate(hour - 168) ?? hourRate(hour - 24);
+    const history = hourRate(hour - 168) ?? hourRate(hour - 24);
+    const past = history === null ? null : history * (shortfall + (1 - shortfall) * Math.min(1, hoursAhead / POLICY.quietSpellHours));
     const seen = [past, hoursAhead === 0 ? recent : null].filter((r): r is number => r !== null);
     return Math.max(POLICY.minChangesPerHour, seen.length > 0 ? Math.max(...seen) : POLICY.priorChangesPerHour);
   };

@@ -68,6 +68,16 @@ describe('planPass: the sweeps follow the activity', () => {
     expect(inQuiet).toBeLessThanOrEqual(POLICY.maxSweepMin);
   });
 
+  it('a quiet spell the history did not foresee lengthens the sweeps and leaves more to background work', () => {
+    const busyAlways = history({ changes: new Array<number>(8 * 48).fill(20) });
+    const quietLately = history({ changes: new Array<number>(8 * 48).fill(20).map((c, k) => (k <= 4 ? 0 : c)) });
+    const usual = planPass(input({ history: busyAlways }));
+    const quiet = planPass(input({ history: quietLately }));
+    expect(quiet.sweepMinutes).toBeGreaterThan(usual.sweepMinutes);
+    expect(quiet.daily.background).toBeGreaterThan(usual.daily.background);
+    expect(quiet.daily.liveDetails).toBeLessThan(usual.daily.liveDetails);
+  });
+
   it('a burst in the current half hour shortens the interval at once', () => {
     const quiet = history({ changes: new Array<number>(8 * 48).fill(1) });
     const burst = history({ changes: [30, ...new Array<number>(8 * 48 - 1).fill(1)] });
