@@ -6,7 +6,7 @@ import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/
  * SIGTERM in the middle of a pass: every API answer is held back 20 s (a `slow` fault), so a request is in flight
  * when the signal comes. `run` must exit 0 within 10 s all the same, and a second signal must end it at once.
  */
-describe('run stops on a signal', () => {
+describe('run stops on a signal', { timeout: 180_000 }, () => {
   let sim: RunningSimulator;
   let run: RunProcess | undefined;
 

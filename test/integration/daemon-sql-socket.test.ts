@@ -16,7 +16,7 @@ async function psql(port: number, query: string): Promise<string> {
 
 const count = async (port: number, query: string) => Number(await psql(port, query).catch(() => '-1'));
 
-describe('run serves the embedded database over the PostgreSQL protocol', () => {
+describe('run serves the embedded database over the PostgreSQL protocol', { timeout: 180_000 }, () => {
   let sim: RunningSimulator;
   let run: RunProcess | undefined;
 

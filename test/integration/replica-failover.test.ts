@@ -16,7 +16,7 @@ const metric = async (run: RunProcess, name: string) => {
   return text.split('\n').filter((line) => line.startsWith(name));
 };
 
-describe.skipIf(!postgresUrl)('standby replicas on one PostgreSQL', () => {
+describe.skipIf(!postgresUrl)('standby replicas on one PostgreSQL', { timeout: 180_000 }, () => {
   let sim: RunningSimulator;
   let schema: string;
   const runs: RunProcess[] = [];

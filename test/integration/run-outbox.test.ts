@@ -9,7 +9,9 @@ import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/
  * End to end: a reply INSERTed with SQL reaches the service exactly once through a running daemon, and appears in
  * `messages` — also when the daemon is killed with SIGKILL and started again in the middle.
  */
-describe.skipIf(!postgresUrl)('run delivers the reply outbox', () => {
+// Each test starts `run` children and waits on them (up to 240 s when the machine is busy): the test's own time limit
+// must not cut those waits short, or a slow start reads as a failure without the children's logs.
+describe.skipIf(!postgresUrl)('run delivers the reply outbox', { timeout: 300_000 }, () => {
   let sim: RunningSimulator;
   let schema: string;
   let client: pg.Client;
