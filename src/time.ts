@@ -46,7 +46,36 @@ export function isoMicros(epochMs: number, extraMicros = 0): string {
   return fromEpochMicros(BigInt(Math.floor(epochMs)) * 1000n + BigInt(extraMicros));
 }
 
+const API_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
 /** Whether a string is a timestamp in exactly the API's shape. */
 export function isApiTimestamp(value: string): boolean {
-  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(value) && toEpochMicros(value) !== null;
+  return API_TIMESTAMP.test(value) && toEpochMicros(value) !== null;
+}
+
+/**
+ * Whether a string is in the API's shape and names a real instant in it, so that `canonicalTimestamp` would return it
+ * unchanged — without its cost, for lists of 100,000. Date.UTC rolls an impossible date over (and reads years below
+ * 100 as 19xx): those are not canonical.
+ */
+export function isCanonicalApiTimestamp(value: string): boolean {
+  if (value.length !== 27 || !API_TIMESTAMP.test(value)) return false;
+  const year = Number(value.slice(0, 4));
+  const month = Number(value.slice(5, 7));
+  const day = Number(value.slice(8, 10));
+  return (
+    year >= 100 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth(year, month) &&
+    Number(value.slice(11, 13)) < 24 &&
+    Number(value.slice(14, 16)) < 60 &&
+    Number(value.slice(17, 19)) < 60
+  );
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month !== 2) return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
 }

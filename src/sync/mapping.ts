@@ -1,5 +1,5 @@
 import { isObject, type JsonObject } from '../api/client.ts';
-import { canonicalTimestamp, toEpochMicros } from '../time.ts';
+import { canonicalTimestamp, isCanonicalApiTimestamp, toEpochMicros } from '../time.ts';
 
 /**
  * From the API's JSON to the mirror's rows. The spec's shapes are checked field by field, leniently: unknown fields
@@ -158,35 +158,6 @@ function checkedListItem(raw: JsonObject, id: string, where: string, problems: P
     }
   }
   return item;
-}
-
-const API_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-/**
- * Whether a string is in the API's timestamp shape and names a real instant in it, so that `convert` would take it
- * without a word and `canonicalTimestamp` would return it unchanged. Date.UTC rolls an impossible date over (and reads
- * years below 100 as 19xx): those take the slow path, which canonicalises them as before.
- */
-function isCanonicalApiTimestamp(value: string): boolean {
-  if (value.length !== 27 || !API_TIMESTAMP.test(value)) return false;
-  const year = Number(value.slice(0, 4));
-  const month = Number(value.slice(5, 7));
-  const day = Number(value.slice(8, 10));
-  return (
-    year >= 100 &&
-    month >= 1 &&
-    month <= 12 &&
-    day >= 1 &&
-    day <= daysInMonth(year, month) &&
-    Number(value.slice(11, 13)) < 24 &&
-    Number(value.slice(14, 16)) < 60 &&
-    Number(value.slice(17, 19)) < 60
-  );
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month !== 2) return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

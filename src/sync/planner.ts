@@ -80,6 +80,8 @@ export const BUCKET_MS = 30 * MINUTE_MS;
 const HOUR_MS = 60 * MINUTE_MS;
 const BUCKETS_PER_DAY = DAY_MS / BUCKET_MS;
 const HOURS_AHEAD = 24;
+/** Half hours of list activity the planner sees: eight days, so that the same hour a week ago is always complete. */
+export const HISTORY_BUCKETS = 8 * BUCKETS_PER_DAY;
 
 export interface ListState {
   /** Last successful poll (epoch ms), or null. */
@@ -87,7 +89,7 @@ export interface ListState {
 }
 
 /**
- * What the last eight days looked like, for the schedule and the pacing (see db/repos/work.ts `requestCounts`). Every
+ * What the last eight days looked like, for the schedule and the pacing (see db/repos/work.ts `plannerHistory`). Every
  * figure is counted in fixed clock buckets (half hours, hours), not in windows sliding with `now`, so that the plan
  * only changes at known instants and can say when it will next want anything (`Plan.wakeAt`).
  */
@@ -112,6 +114,19 @@ export interface PlannerHistory {
   nextExpiryAt: number | null;
   /** The earliest per-ticket retry back-off that ends after now (epoch ms), or null. */
   nextRetryAt: number | null;
+}
+
+/** The history of a mirror that has seen nothing yet. */
+export function emptyHistory(): PlannerHistory {
+  return {
+    changes: new Array<number>(HISTORY_BUCKETS).fill(0),
+    firstPollAt: null,
+    pollsLastDay: 0,
+    freeing: new Array<number>(HOURS_AHEAD).fill(0),
+    sentThisHour: 0,
+    nextExpiryAt: null,
+    nextRetryAt: null,
+  };
 }
 
 export interface PlannerInput {

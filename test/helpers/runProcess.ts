@@ -28,6 +28,29 @@ export interface RunProcess {
   dispose(): Promise<void>;
 }
 
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs one command of the real command line in a child process, asynchronously (a simulator in this process must go on
+ * answering it), with only PATH and `env` in its environment, `stdin` as its input.
+ */
+export function runCli(args: string[], env: Record<string, string>, cwd: string, stdin = ''): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
 /** A TCP port that was free a moment ago. */
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -69,6 +92,18 @@ export function startRun(env: Record<string, string>): RunProcess {
       return disposed;
     },
   };
+}
+
+/** `run` against a simulator, on a schema of a PostgreSQL, with an HTTP port of its own and an `info` log. */
+export async function startRunOnPostgres(sim: { url: string; token: string }, databaseUrl: string, schema: string): Promise<RunProcess> {
+  return startRun({
+    TICKETS_API_URL: sim.url,
+    TICKETS_API_TOKEN: sim.token,
+    DATABASE_URL: databaseUrl,
+    DB_SCHEMA: schema,
+    HTTP_PORT: String(await freePort()),
+    LOG_LEVEL: 'info',
+  });
 }
 
 /** GET a URL; null when nothing answers. */

@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExitError } from '../../src/cli/exit.ts';
 import { freshAttachmentLink } from '../../src/cli/commands/attachment.ts';
@@ -10,6 +8,7 @@ import { queryRows, sql } from '../../src/db/connect.ts';
 import { createLogger } from '../../src/logger.ts';
 import { backends, postgresUrl, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+import { runCli } from '../helpers/runProcess.ts';
 
 const logger = createLogger('silent');
 
@@ -82,8 +81,6 @@ describe.each(backends)('fresh attachment links on $name', ({ open }) => {
   });
 });
 
-const BIN = fileURLToPath(new URL('../../bin/ticket-mirror.js', import.meta.url));
-
 describe.runIf(postgresUrl)('ticket-mirror attachment --download, as a child process on PostgreSQL', () => {
   let database: TestDatabase;
   let m: VirtualMirror;
@@ -104,22 +101,13 @@ describe.runIf(postgresUrl)('ticket-mirror attachment --download, as a child pro
   it('saves the file under its own name in the folder given and prints the path', async () => {
     const [attachment] = await queryRows<{ id: string; name: string; size: string }>(m.db, sql`select id, name, size from attachments order by id limit 1`);
     const env = {
-      PATH: process.env.PATH ?? '',
       TICKETS_API_URL: m.sim.url,
       TICKETS_API_TOKEN: m.sim.token,
       DATABASE_URL: postgresUrl!,
       DB_SCHEMA: database.schema,
       LOG_LEVEL: 'silent',
     };
-    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'attachment', attachment!.id, '--download', dir], { cwd: dir, env });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    const result = await runCli(['attachment', attachment!.id, '--download', dir], env, dir);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     const path = join(dir, attachment!.name);
     expect(result.stdout).toBe(`${path}\n`);

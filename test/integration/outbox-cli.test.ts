@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, queryRows, sql } from '../../src/db/connect.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
-
-const BIN = fileURLToPath(new URL('../../bin/ticket-mirror.js', import.meta.url));
+import { runCli } from '../helpers/runProcess.ts';
 
 describe('ticket-mirror sync delivers the reply outbox, as a child process on the embedded database', () => {
   let sim: RunningSimulator;
@@ -33,16 +30,8 @@ describe('ticket-mirror sync delivers the reply outbox, as a child process on th
       await before.close();
     }
 
-    const env = { PATH: process.env.PATH ?? '', TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_DIR: pgliteDir, LOG_LEVEL: 'silent' };
-    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'sync'], { cwd: dir, env });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    const env = { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_DIR: pgliteDir, LOG_LEVEL: 'silent' };
+    const result = await runCli(['sync'], env, dir);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).toMatch(/^sync: .*\noutbox: 1 sent, 0 failed, 0 waiting\n$/);
 

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { postgresUrl } from '../helpers/db.ts';
-import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+import { freePort, get, startRun, startRunOnPostgres, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
 
 /**
  * Several `run` processes on one PostgreSQL schema: one syncs, the others stand by, and a standby takes over within
@@ -35,14 +35,7 @@ describe.skipIf(!postgresUrl)('standby replicas on one PostgreSQL', { timeout: 1
   });
 
   const replica = async () => {
-    const run = startRun({
-      TICKETS_API_URL: sim.url,
-      TICKETS_API_TOKEN: sim.token,
-      DATABASE_URL: postgresUrl!,
-      DB_SCHEMA: schema,
-      HTTP_PORT: String(await freePort()),
-      LOG_LEVEL: 'info',
-    });
+    const run = await startRunOnPostgres(sim, postgresUrl!, schema);
     runs.push(run);
     return run;
   };

@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, queryRows, sql } from '../../src/db/connect.ts';
 import { NotFoundError } from '../../src/errors.ts';
@@ -10,6 +8,7 @@ import { postReply } from '../../src/outbox/postReply.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+import { runCli } from '../helpers/runProcess.ts';
 
 describe.each(backends)('postReply on $name against the simulator', ({ open }) => {
   let database: TestDatabase;
@@ -52,28 +51,6 @@ describe.each(backends)('postReply on $name against the simulator', ({ open }) =
     expect(await count(m.db, sql`select count(*)::int as n from api_requests where status = 404`)).toBe(1);
   });
 });
-
-const BIN = fileURLToPath(new URL('../../bin/ticket-mirror.js', import.meta.url));
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real command line in a child process (asynchronously: the simulator answers from this process). */
-function runCli(args: string[], env: Record<string, string>, cwd: string, stdin = ''): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
 
 describe('ticket-mirror reply, as a child process on the embedded database', () => {
   let sim: RunningSimulator;

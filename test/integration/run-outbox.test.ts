@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { postgresUrl } from '../helpers/db.ts';
-import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+import { get, startRunOnPostgres, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
 
 /**
  * End to end: a reply INSERTed with SQL reaches the service exactly once through a running daemon, and appears in
@@ -31,14 +31,7 @@ describe.skipIf(!postgresUrl)('run delivers the reply outbox', { timeout: 300_00
   });
 
   const daemon = async () => {
-    const run = startRun({
-      TICKETS_API_URL: sim.url,
-      TICKETS_API_TOKEN: sim.token,
-      DATABASE_URL: postgresUrl!,
-      DB_SCHEMA: schema,
-      HTTP_PORT: String(await freePort()),
-      LOG_LEVEL: 'info',
-    });
+    const run = await startRunOnPostgres(sim, postgresUrl!, schema);
     runs.push(run);
     await waitUntil('the daemon leads', async () => ((await get(`${run.httpUrl}/readyz`))?.body ?? '').includes('leader'), 90_000, run);
     return run;

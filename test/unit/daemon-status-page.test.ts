@@ -3,7 +3,7 @@ import { niceCeiling, renderQuotaChart } from '../../src/daemon/quotaChart.ts';
 import type { HourBar, StatusPageData } from '../../src/daemon/statusData.ts';
 import { duration, renderStatusPage } from '../../src/daemon/statusPage.ts';
 import { budgetAt } from '../../src/sync/budget.ts';
-import { planPass } from '../../src/sync/planner.ts';
+import { emptyHistory, planPass } from '../../src/sync/planner.ts';
 
 const NOW = Date.UTC(2026, 0, 5, 14, 20, 0);
 const HOUR = 3_600_000;
@@ -25,15 +25,7 @@ function data(overrides: Partial<StatusPageData> = {}): StatusPageData {
     lists: { open: never, self: never, unassigned: never, resolved: never },
     dueCount: 0,
     backfillCount: 10,
-    history: {
-      changes: new Array<number>(8 * 48).fill(0),
-      firstPollAt: null,
-      pollsLastDay: 0,
-      freeing: new Array<number>(24).fill(0),
-      sentThisHour: 0,
-      nextExpiryAt: null,
-      nextRetryAt: null,
-    },
+    history: emptyHistory(),
   });
   return {
     status: {

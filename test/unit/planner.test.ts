@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LIST_NAMES, type ListName } from '../../src/api/endpoints.ts';
 import { budgetAt, DAY_MS, type LedgerSample } from '../../src/sync/budget.ts';
-import { BUCKET_MS, planPass, POLICY, type ListState, type PlannerHistory, type PlannerInput } from '../../src/sync/planner.ts';
+import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, planPass, POLICY, type ListState, type PlannerHistory, type PlannerInput } from '../../src/sync/planner.ts';
 
 /** The planner, given the history of list activity and of the requests still in the rolling window. Monday 12:00 UTC. */
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
@@ -15,16 +15,7 @@ function lists(lastPolledAt: number | null): Record<ListName, ListState> {
 }
 
 function history(over: Partial<PlannerHistory> = {}): PlannerHistory {
-  return {
-    changes: new Array<number>(8 * 48).fill(0),
-    firstPollAt: T0 - 8 * DAY_MS,
-    pollsLastDay: 0,
-    freeing: new Array<number>(24).fill(0),
-    sentThisHour: 0,
-    nextExpiryAt: null,
-    nextRetryAt: null,
-    ...over,
-  };
+  return { ...emptyHistory(), firstPollAt: T0 - 8 * DAY_MS, ...over };
 }
 
 function input(over: Partial<PlannerInput> = {}): PlannerInput {
@@ -45,8 +36,8 @@ function sent(n: number, from: number, to: number): LedgerSample[] {
 }
 
 describe('planPass: the sweeps follow the activity', () => {
-  const busy = history({ changes: new Array<number>(8 * 48).fill(20) });
-  const quietNow = history({ changes: new Array<number>(8 * 48).fill(20).map((c, k) => (k % 48 < 2 || (k % 48 >= 46) ? 0 : c)) });
+  const busy = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20) });
+  const quietNow = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20).map((c, k) => (k % 48 < 2 || (k % 48 >= 46) ? 0 : c)) });
 
   it('polls nothing before the interval is up', () => {
     expect(planPass(input({ history: busy, lists: lists(T0 - 10_000) })).polls).toEqual([]);
@@ -69,8 +60,8 @@ describe('planPass: the sweeps follow the activity', () => {
   });
 
   it('a quiet spell the history did not foresee lengthens the sweeps and leaves more to background work', () => {
-    const busyAlways = history({ changes: new Array<number>(8 * 48).fill(20) });
-    const quietLately = history({ changes: new Array<number>(8 * 48).fill(20).map((c, k) => (k <= 4 ? 0 : c)) });
+    const busyAlways = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20) });
+    const quietLately = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20).map((c, k) => (k <= 4 ? 0 : c)) });
     const usual = planPass(input({ history: busyAlways }));
     const quiet = planPass(input({ history: quietLately }));
     expect(quiet.sweepMinutes).toBeGreaterThan(usual.sweepMinutes);
@@ -79,7 +70,7 @@ describe('planPass: the sweeps follow the activity', () => {
   });
 
   it('a burst in the current half hour shortens the interval at once', () => {
-    const quiet = history({ changes: new Array<number>(8 * 48).fill(1) });
+    const quiet = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(1) });
     const burst = history({ changes: [30, ...new Array<number>(8 * 48 - 1).fill(1)] });
     expect(planPass(input({ history: burst })).sweepMinutes).toBeLessThan(planPass(input({ history: quiet })).sweepMinutes);
   });
@@ -169,7 +160,7 @@ function closedLoop(days: number) {
     const freeing = new Array<number>(24).fill(0);
     for (const t of inWindow) freeing[Math.min(23, Math.max(0, Math.floor(t / HOUR) + 24 - hourNow))]! += 1;
     const h: PlannerHistory = {
-      changes: Array.from({ length: 8 * 48 }, (_, k) => changes.get(bucketNow - k) ?? 0),
+      changes: Array.from({ length: HISTORY_BUCKETS }, (_, k) => changes.get(bucketNow - k) ?? 0),
       firstPollAt,
       pollsLastDay: polls.filter((t) => Math.floor(t / BUCKET_MS) > bucketNow - 48).length,
       freeing,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalTimestamp, isApiTimestamp, isoMicros, toEpochMicros } from '../../src/time.ts';
+import { canonicalTimestamp, isApiTimestamp, isCanonicalApiTimestamp, isoMicros, toEpochMicros } from '../../src/time.ts';
 
 describe('timestamps with microseconds', () => {
   it.each([
@@ -21,5 +21,18 @@ describe('timestamps with microseconds', () => {
     expect(() => canonicalTimestamp('yesterday')).toThrow(/not a timestamp/);
     expect(isApiTimestamp('2024-05-01T10:20:30.123Z')).toBe(false);
     expect(isApiTimestamp(isoMicros(Date.UTC(2024, 4, 1), 7))).toBe(true);
+  });
+
+  it('tells a canonical API timestamp from one Date.UTC would roll over', () => {
+    for (const value of [isoMicros(Date.UTC(2024, 1, 29, 23, 59, 59), 999), '2026-12-31T00:00:00.000001Z']) {
+      expect(isCanonicalApiTimestamp(value)).toBe(true);
+      expect(canonicalTimestamp(value)).toBe(value);
+    }
+    for (const value of ['2026-02-29T10:00:00.000000Z', '2026-04-31T10:00:00.000000Z', '2026-01-01T24:00:00.000000Z', '0099-01-01T00:00:00.000000Z']) {
+      expect(isApiTimestamp(value)).toBe(true);
+      expect(isCanonicalApiTimestamp(value)).toBe(false);
+      expect(canonicalTimestamp(value)).not.toBe(value);
+    }
+    expect(isCanonicalApiTimestamp('2024-05-01T10:20:30.123Z')).toBe(false);
   });
 });

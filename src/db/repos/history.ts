@@ -1,5 +1,5 @@
 import { queryRows, sql, type Tx } from '../connect.ts';
-import { boolArray, textArray } from './rows.ts';
+import { boolColumn, textColumn } from './rows.ts';
 import type { TrackedState } from '../../sync/differ.ts';
 
 export interface StateChange {
@@ -15,20 +15,19 @@ export interface StateChange {
  */
 export async function recordStateChanges(tx: Tx, changes: readonly StateChange[], at: string): Promise<void> {
   if (changes.length === 0) return;
-  const ids = textArray(changes.map((c) => c.ticketId));
+  const ids = textColumn(changes, (c) => c.ticketId);
   await tx.execute(sql`
     update ticket_history set valid_to = ${at}::timestamptz
-    where valid_to is null and ticket_id = any(${ids}::text[])`);
-  const texts = (f: (c: StateChange) => string | null) => textArray(changes.map(f));
-  const bools = (f: (c: StateChange) => boolean) => boolArray(changes.map(f));
+    where valid_to is null and ticket_id = any(${ids})`);
   await tx.execute(sql`
     insert into ticket_history (ticket_id, status, priority, assigned_to, in_open, in_self, in_unassigned, in_resolved, valid_from, changed_after)
     select r.ticket_id, r.status, r.priority, r.assigned_to::jsonb, r.in_open, r.in_self, r.in_unassigned, r.in_resolved,
       ${at}::timestamptz, r.changed_after
-    from unnest(${ids}::text[], ${texts((c) => c.state.status)}::text[], ${texts((c) => c.state.priority)}::text[],
-      ${texts((c) => (c.state.assignedTo == null ? null : JSON.stringify(c.state.assignedTo)))}::text[], ${bools((c) => c.state.inOpen)}::boolean[],
-      ${bools((c) => c.state.inSelf)}::boolean[], ${bools((c) => c.state.inUnassigned)}::boolean[],
-      ${bools((c) => c.state.inResolved)}::boolean[], ${texts((c) => c.changedAfter)}::timestamptz[])
+    from unnest(${ids}, ${textColumn(changes, (c) => c.state.status)}, ${textColumn(changes, (c) => c.state.priority)},
+      ${textColumn(changes, (c) => (c.state.assignedTo == null ? null : JSON.stringify(c.state.assignedTo)))},
+      ${boolColumn(changes, (c) => c.state.inOpen)}, ${boolColumn(changes, (c) => c.state.inSelf)},
+      ${boolColumn(changes, (c) => c.state.inUnassigned)}, ${boolColumn(changes, (c) => c.state.inResolved)},
+      ${textColumn(changes, (c) => c.changedAfter, 'timestamptz')})
       as r(ticket_id, status, priority, assigned_to, in_open, in_self, in_unassigned, in_resolved, changed_after)`);
 }
 

@@ -1,9 +1,9 @@
 import type { ListName } from '../../api/endpoints.ts';
-import type { ListDiff, ListMirror, ListRowWrite, MirrorTicket } from '../../sync/differ.ts';
+import type { ListDiff, ListMirror, MirrorTicket } from '../../sync/differ.ts';
 import type { ListItem } from '../../sync/mapping.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
-import { boolArray, MIRROR_TICKET_COLUMNS, textArray } from './rows.ts';
+import { boolColumn, MIRROR_TICKET_COLUMNS, textColumn } from './rows.ts';
 
 const FLAG_COLUMN: Record<ListName, string> = {
   open: 'in_open',
@@ -21,14 +21,13 @@ const FLAG_COLUMN: Record<ListName, string> = {
  */
 export async function loadMirrorForList(tx: Tx, list: ListName, items: readonly ListItem[]): Promise<ListMirror> {
   const flag = sql.raw(FLAG_COLUMN[list]);
-  const ids = textArray(items.map((i) => i.id));
-  const texts = (f: (i: ListItem) => string | null) => textArray(items.map(f));
+  const ids = textColumn(items, (i) => i.id);
   const rows = await queryRows<MirrorTicket>(
     tx,
     sql`with l as (
-        select * from unnest(${ids}::text[], ${texts((i) => i.name)}::text[], ${texts((i) => i.email)}::text[],
-          ${texts((i) => i.status)}::text[], ${boolArray(items.map((i) => i.hasUnreadMessages))}::boolean[],
-          ${texts((i) => i.createdAt)}::timestamptz[]) as l(l_id, l_name, l_email, l_status, l_unread, l_created_at))
+        select * from unnest(${ids}, ${textColumn(items, (i) => i.name)}, ${textColumn(items, (i) => i.email)},
+          ${textColumn(items, (i) => i.status)}, ${boolColumn(items, (i) => i.hasUnreadMessages)},
+          ${textColumn(items, (i) => i.createdAt, 'timestamptz')}) as l(l_id, l_name, l_email, l_status, l_unread, l_created_at))
       select ${sql.raw(MIRROR_TICKET_COLUMNS)} from tickets t join l on l_id = t.id
       where not t.${flag} or t.deleted_at is not null or t.missing_since is not null
         or t.name is distinct from l_name or t.email is distinct from l_email or t.status is distinct from l_status
@@ -38,7 +37,7 @@ export async function loadMirrorForList(tx: Tx, list: ListName, items: readonly 
   );
   const [fresh] = await queryRows<{ ids: string[] }>(
     tx,
-    sql`select coalesce(array_agg(l.id), '{}') as ids from unnest(${ids}::text[]) as l(id)
+    sql`select coalesce(array_agg(l.id), '{}') as ids from unnest(${ids}) as l(id)
       where not exists (select 1 from tickets t where t.id = l.id)`,
   );
   const tickets = new Map<string, MirrorTicket>();
@@ -51,16 +50,14 @@ export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
   const { at, writes } = diff;
   const flag = sql.raw(FLAG_COLUMN[diff.list]);
   if (writes.length > 0) {
-    const texts = (f: (w: ListRowWrite) => string | null) => textArray(writes.map(f));
-    const bools = (f: (w: ListRowWrite) => boolean | null) => boolArray(writes.map(f));
     await tx.execute(sql`
       insert into tickets as t (id, name, email, status, has_unread_messages, created_at, ${flag},
         first_seen_at, last_seen_at, detail_due_since, state_seen_at)
       select r.id, r.name, r.email, r.status, r.has_unread_messages, r.created_at, r.flag,
         ${at}::timestamptz, ${at}::timestamptz, case when r.due then ${at}::timestamptz end, ${at}::timestamptz
-      from unnest(${texts((w) => w.id)}::text[], ${texts((w) => w.name)}::text[], ${texts((w) => w.email)}::text[],
-        ${texts((w) => w.status)}::text[], ${bools((w) => w.hasUnreadMessages)}::boolean[],
-        ${texts((w) => w.createdAt)}::timestamptz[], ${bools((w) => w.flag)}::boolean[], ${bools((w) => w.due)}::boolean[])
+      from unnest(${textColumn(writes, (w) => w.id)}, ${textColumn(writes, (w) => w.name)}, ${textColumn(writes, (w) => w.email)},
+        ${textColumn(writes, (w) => w.status)}, ${boolColumn(writes, (w) => w.hasUnreadMessages)},
+        ${textColumn(writes, (w) => w.createdAt, 'timestamptz')}, ${boolColumn(writes, (w) => w.flag)}, ${boolColumn(writes, (w) => w.due)})
         as r(id, name, email, status, has_unread_messages, created_at, flag, due)
       on conflict (id) do update set
         name = excluded.name,
@@ -78,7 +75,7 @@ export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
   if (diff.unchanged.length > 0) {
     await tx.execute(sql`
       update tickets set last_seen_at = ${at}::timestamptz, state_seen_at = ${at}::timestamptz
-      where id = any(${textArray(diff.unchanged)}::text[])`);
+      where id = any(${textColumn(diff.unchanged, (id) => id)})`);
   }
   await recordStateChanges(
     tx,

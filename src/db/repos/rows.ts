@@ -1,4 +1,6 @@
+import type { SQL } from 'drizzle-orm';
 import { canonicalTimestamp } from '../../time.ts';
+import { sql } from '../connect.ts';
 
 /** An instant as `canonicalTimestamp` writes it, formatted by PostgreSQL, whatever the session's time zone. */
 const canonical = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -33,4 +35,14 @@ export function textArray(values: readonly (string | null)[]): string {
 
 export function boolArray(values: readonly (boolean | null)[]): string {
   return `{${values.map((v) => (v === null ? 'NULL' : v ? 't' : 'f')).join(',')}}`;
+}
+
+/** One column of `rows` as a single `text[]` (or `timestamptz[]`) parameter, for `unnest(...)`. */
+export function textColumn<T>(rows: readonly T[], value: (row: T) => string | null, type: 'text' | 'timestamptz' = 'text'): SQL {
+  return sql`${textArray(rows.map(value))}::${sql.raw(type)}[]`;
+}
+
+/** One column of `rows` as a single `boolean[]` parameter, for `unnest(...)`. */
+export function boolColumn<T>(rows: readonly T[], value: (row: T) => boolean | null): SQL {
+  return sql`${boolArray(rows.map(value))}::boolean[]`;
 }

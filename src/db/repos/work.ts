@@ -1,5 +1,5 @@
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
-import { BUCKET_MS, type ListState, type PlannerHistory } from '../../sync/planner.ts';
+import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../sync/planner.ts';
 import { isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
@@ -13,8 +13,6 @@ const FETCHABLE = sql`deleted_at is null and (detail_retry_after is null or deta
 /** A detail younger than this is not revalidated. */
 export const REVALIDATE_MIN_AGE_MS = 3_600_000;
 
-/** Half hours of list activity the planner sees: eight days, so that the same hour a week ago is always complete. */
-const HISTORY_BUCKETS = 8 * 48;
 
 /** The list names as a Postgres array literal, for `= any(...)` and `unnest(...)`. */
 const LIST_ARRAY = `{${LIST_NAMES.join(',')}}`;
@@ -141,7 +139,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
         from (select (select min(at) from list_polls p where p.list = l.list) as m from unnest(${LIST_ARRAY}::text[]) as l(list)) f`,
     ),
   ]);
-  const freeing = new Array<number>(24).fill(0);
+  const { changes, freeing } = emptyHistory();
   let oldest: number | null = null;
   let nextRetryAt: number | null = null;
   let sentThisHour = 0;
@@ -157,7 +155,6 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     const first = Number(u.first_ms);
     if (oldest === null || first < oldest) oldest = first;
   }
-  const changes = new Array<number>(HISTORY_BUCKETS).fill(0);
   let firstPollAt: number | null = null;
   let pollsLastDay = 0;
   for (const a of activity) {
