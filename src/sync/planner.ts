@@ -266,13 +266,15 @@ interface SweepSchedule {
 /**
  * The sweep schedule from the activity history. λ(h), the list changes per hour expected in the clock hour h hours from
  * the current one, is the highest of: that hour yesterday, that hour a week ago, and (for the current hour) the current
- * or the last half hour. T(λ) = c·λ^−α, with c such that the busiest of the last seven days (per its own hourly
- * rates) would have used `pollBudget` polls; stretched when the last 24 h already used more than their share.
+ * or the last half hour; the history's part lowered by a quiet spell it did not foresee. T(λ) = c·λ^−α, with c such
+ * that the busiest of the last seven days (per its own hourly rates) would have used `pollBudget` polls; stretched
+ * when the last 24 h already used more than their share.
  */
 function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number): SweepSchedule {
   const bucketNow = Math.floor(now / BUCKET_MS);
   const hourNow = Math.floor(now / HOUR_MS);
   const known = (k: number) => h.firstPollAt !== null && h.firstPollAt <= (bucketNow - k) * BUCKET_MS && k < h.changes.length;
+  const changesIn = (k: number): number | null => (known(k) ? h.changes[k]! : null);
   const rate = (k: number): number | null => (known(k) ? 2 * h.changes[k]! : null);
   /** Changes per hour in a past clock hour, or null when it was not fully observed. */
   const hourRate = (hour: number): number | null => {
@@ -287,10 +289,10 @@ function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number): Swee
   let lately = 0;
   let foreseen = 0;
   for (let k = 1; k <= 4; k++) {
-    if (!known(k)) continue;
-    const then = rate(k + 336) ?? rate(k + 48);
-    lately += h.changes[k]!;
-    foreseen += then === null ? h.changes[k]! : then / 2;
+    const observed = changesIn(k);
+    if (observed === null) continue;
+    lately += observed;
+    foreseen += changesIn(k + 7 * BUCKETS_PER_DAY) ?? changesIn(k + BUCKETS_PER_DAY) ?? observed;
   }
   const shortfall = Math.min(1, (lately + POLICY.quietSpellSlack) / (foreseen + POLICY.quietSpellSlack));
   const expected = (hoursAhead: number): number => {
