@@ -59,7 +59,7 @@ export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
       wakeAt = summary.requests === 0 && summary.errors.length === 0 && plan ? plan.wakeAt : now;
       // A refused or throttled request ends a pass quietly (the 429s are counted from the simulator's log); anything
       // else means the benchmark is not measuring what it should.
-      if (summary.errors.length > 0 && summary.stoppedBy !== 'RateLimitedError') {
+      if (summary.errors.length > 0 && summary.stoppedBy !== 'rate_limited') {
         throw new Error(`ticket-mirror pass failed: ${summary.errors.join('; ')}`);
       }
     },

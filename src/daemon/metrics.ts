@@ -1,6 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SyncEngine } from '../sync/engine.ts';
-import type { PassSummary } from '../sync/events.ts';
 import type { MirrorStatus } from '../sync/status.ts';
 
 /**
@@ -104,7 +103,7 @@ export class DaemonMetrics {
     });
     engine.events.on('pass:finished', (summary) => {
       this.#passDuration.observe((summary.finishedAt - summary.startedAt) / 1000);
-      this.#passes.inc({ result: passResult(summary) });
+      this.#passes.inc({ result: summary.stoppedBy ?? 'ok' });
     });
   }
 
@@ -135,20 +134,5 @@ export class DaemonMetrics {
 
   get contentType(): string {
     return this.registry.contentType;
-  }
-}
-
-function passResult(summary: PassSummary): string {
-  switch (summary.stoppedBy) {
-    case null:
-      return 'ok';
-    case 'RateLimitedError':
-      return 'rate_limited';
-    case 'TransientError':
-      return 'server_error';
-    case 'AuthError':
-      return 'auth_failed';
-    default:
-      return 'failed';
   }
 }

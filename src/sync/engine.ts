@@ -8,19 +8,18 @@ import { applyListDiff, loadMirrorForList, markMissingAfterSweep } from '../db/r
 import { insertRun } from '../db/repos/runs.ts';
 import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
 import {
-  AuthError,
   coerceError,
   InvalidResponseError,
   NotFoundError,
-  RateLimitedError,
   RequestRejectedError,
   TransientError,
 } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { intOption } from '../options.ts';
 import { isoMicros } from '../time.ts';
 import { DAY_MS, type BudgetLimits } from './budget.ts';
 import { diffList } from './differ.ts';
-import { SyncEvents, type PassSummary } from './events.ts';
+import { passStopOf, SyncEvents, type PassSummary } from './events.ts';
 import { BudgetGate } from './gate.ts';
 import { mapDetail, parseListItems, Problems, UnstorableError } from './mapping.ts';
 import { planPass, type Plan } from './planner.ts';
@@ -62,6 +61,7 @@ export class SyncEngine {
   #transientStreak = 0;
 
   constructor(options: EngineOptions) {
+    intOption('concurrency', options.concurrency, 2);
     this.#o = options;
   }
 
@@ -117,7 +117,8 @@ export class SyncEngine {
     });
   }
 
-  /** One pass. Throws AuthError; every other failure is in the summary. */
+  /** One pass. Throws on a rejected token or an unexpected failure (after recording the pass); a 429, a spent budget or
+   * server trouble end it quietly, with the reason in `stoppedBy`. */
   async pass(): Promise<PassSummary> {
     await this.init();
     const startedAt = this.#o.clock.now();
@@ -142,12 +143,9 @@ export class SyncEngine {
     } catch (error) {
       const e = coerceError(error);
       summary.errors.push(e.message);
-      summary.stoppedBy = e.name;
-      if (e instanceof AuthError) {
-        await this.#finish(summary);
-        throw e;
-      }
-      if (!(e instanceof RateLimitedError || e instanceof TransientError)) {
+      summary.stoppedBy = passStopOf(e);
+      // A throttled or troubled service ends the pass quietly (the summary says why); anything else is the caller's.
+      if (summary.stoppedBy !== 'rate_limited' && summary.stoppedBy !== 'server_error') {
         await this.#finish(summary);
         throw e;
       }

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { LedgerEntry } from '../api/client.ts';
 import type { ListName } from '../api/endpoints.ts';
+import { AuthError, RateLimitedError, TransientError } from '../errors.ts';
 import type { Plan } from './planner.ts';
 
 /** What the sync core tells the world. Logging and metrics subscribe; tests await events instead of sleeping. */
@@ -27,8 +28,22 @@ export interface PassSummary {
   deleted: number;
   missing: number;
   errors: string[];
-  /** The pass ended early: the reason (auth, rate limit, server trouble). */
-  stoppedBy: string | null;
+  /** Why the pass ended early, or null when it ran its plan to the end. */
+  stoppedBy: PassStop | null;
+}
+
+/**
+ * Why a pass ended early: a 429 or a spent budget (`rate_limited`), a server or network error that outlived its
+ * retries (`server_error`), a rejected token (`auth_failed`), anything else (`failed`). The one mapping from errors is
+ * {@link passStopOf}; the daemon, the metrics, the CLI and the bench compare these values, never error names.
+ */
+export type PassStop = 'rate_limited' | 'server_error' | 'auth_failed' | 'failed';
+
+export function passStopOf(error: Error): PassStop {
+  if (error instanceof RateLimitedError) return 'rate_limited';
+  if (error instanceof TransientError) return 'server_error';
+  if (error instanceof AuthError) return 'auth_failed';
+  return 'failed';
 }
 
 export class SyncEvents extends EventEmitter<SyncEventMap> {

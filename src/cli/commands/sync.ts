@@ -19,7 +19,7 @@ export async function syncCommand({ config, logger }: CommandContext): Promise<v
     if (outbox.sent + outbox.failed + outbox.waiting > 0) {
       process.stdout.write(`outbox: ${outbox.sent} sent, ${outbox.failed} failed, ${outbox.waiting} waiting\n`);
     }
-    if (summary.stoppedBy === 'TransientError' || (summary.errors.length > 0 && summary.requests === 0)) {
+    if (summary.stoppedBy === 'server_error' || (summary.errors.length > 0 && summary.requests === 0)) {
       throw new ExitError(summary.errors[0] ?? 'the pass failed', 1);
     }
   });
