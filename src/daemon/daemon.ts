@@ -2,6 +2,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Clock } from '../clock.ts';
 import { AuthError, coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { AUTH_BACKOFF, backoffDelay, FAILURE_BACKOFF, type BackoffPolicy } from '../sync/backoff.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { PassSummary } from '../sync/events.ts';
 import { describePlan } from './describePlan.ts';
@@ -10,8 +11,9 @@ import { describePlan } from './describePlan.ts';
  * The sync loop of one engine. node-cron ticks every 15 s; each tick runs one pass unless one is running or the
  * daemon is backing off. Most ticks request nothing: the planner decides when a list is due.
  *
- * Back-off: after a pass that ended on server trouble, the next waits 1 min, doubling to 30 min; after a rejected
- * token, 15 min doubling to 2 h (one request per try). start() and stop() are idempotent; stop() lets the running
+ * Back-off (src/sync/backoff.ts): after a pass that ended on server trouble or failed, the next waits 1 min, doubling
+ * to 30 min; after a rejected token, 15 min doubling to 2 h (one request per try). One count of failures in a row
+ * serves both; a pass that ends well resets it. start() and stop() are idempotent; stop() lets the running
  * pass finish. To cut a pass short, abort the signal the engine was built with and hand the same one here: the
  * daemon then stops too. (`Replica` does both, for a term of leadership.)
  */
@@ -77,12 +79,12 @@ export class Daemon {
     const now = this.#o.clock.now();
     try {
       const summary = await this.#o.engine.pass();
-      if (summary.stoppedBy === 'TransientError') this.#backOff(now, 60_000, 30 * 60_000, summary.errors[0] ?? 'server error');
+      if (summary.stoppedBy === 'server_error') this.#backOff(now, FAILURE_BACKOFF, summary.errors[0] ?? 'server error');
       else {
         this.#failures = 0;
         this.#health = { state: 'ok', reason: null, lastPass: summary };
       }
-      if (summary.stoppedBy === 'RateLimitedError') this.#notBefore = this.#o.engine.gate.snapshot().nextSlotAt;
+      if (summary.stoppedBy === 'rate_limited') this.#notBefore = this.#o.engine.gate.snapshot().nextSlotAt;
     } catch (error) {
       const e = coerceError(error);
       if (this.#signal.aborted) {
@@ -90,11 +92,11 @@ export class Daemon {
         return;
       }
       if (e instanceof AuthError) {
-        this.#backOff(now, 15 * 60_000, 2 * 3_600_000, e.message);
+        this.#backOff(now, AUTH_BACKOFF, e.message);
         this.#health = { ...this.#health, state: 'auth_failed', reason: e.message };
         this.#o.logger.error({ err: e.message }, 'the API rejected the token; retrying later');
       } else {
-        this.#backOff(now, 60_000, 30 * 60_000, e.message);
+        this.#backOff(now, FAILURE_BACKOFF, e.message);
         this.#o.logger.error({ err: e.message, stack: e.stack }, 'sync pass failed');
       }
     }
@@ -105,9 +107,8 @@ export class Daemon {
     }
   }
 
-  #backOff(now: number, first: number, max: number, reason: string): void {
-    this.#failures++;
-    const wait = Math.min(max, first * 2 ** (this.#failures - 1));
+  #backOff(now: number, policy: BackoffPolicy, reason: string): void {
+    const wait = backoffDelay(policy, ++this.#failures);
     this.#notBefore = now + wait;
     this.#health = { state: 'failing', reason, lastPass: this.#health.lastPass };
     this.#o.logger.warn({ retryInSeconds: Math.round(wait / 1000), reason }, 'backing off');

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { msOption } from '../options.ts';
 
 /**
  * Leadership among `run` processes that share one database: exactly one syncs, the others stand by.
@@ -58,9 +59,9 @@ export interface PostgresLeadershipOptions {
 /** Leadership through `pg_try_advisory_lock` on a dedicated connection. */
 export function postgresLeadership(options: PostgresLeadershipOptions): Leadership {
   const { logger, schema } = options;
-  const pollMs = options.pollMs ?? 5_000;
-  const heartbeatMs = options.heartbeatMs ?? 5_000;
-  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? 5_000;
+  const pollMs = msOption('pollMs', options.pollMs, 5_000, 1);
+  const heartbeatMs = msOption('heartbeatMs', options.heartbeatMs, 5_000, 1);
+  const heartbeatTimeoutMs = msOption('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 5_000, 1);
   const key = `ticket-mirror:sync:${schema}`;
 
   const connect = async (): Promise<pg.Client> => {

@@ -2,6 +2,7 @@ import { EventEmitter, once } from 'node:events';
 import type { Clock } from '../clock.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { msOption } from '../options.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { PassSummary } from '../sync/events.ts';
 import { Daemon, type DaemonHealth } from './daemon.ts';
@@ -131,7 +132,7 @@ export class Replica {
   /** Stops gracefully: no new pass, the running one gets `graceMs`, then everything in flight is aborted. */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
-      const grace = setTimeout(() => this.#abort.abort(new Error('stopped: the running pass was cut short')), this.#o.graceMs ?? 5_000);
+      const grace = setTimeout(() => this.#abort.abort(new Error('stopped: the running pass was cut short')), msOption('graceMs', this.#o.graceMs, 5_000));
       try {
         await this.#daemon?.stop();
       } finally {

@@ -7,6 +7,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import { intOption } from '../options.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
 import * as schema from './schema.ts';
 
@@ -43,7 +44,7 @@ const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const schemaName = options.schema ?? 'public';
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, options.poolSize ?? 5);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5));
   if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
   return openPglite(options.pgliteDir, schemaName);
 }

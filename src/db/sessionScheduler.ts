@@ -1,3 +1,5 @@
+import { msOption } from '../options.ts';
+
 /**
  * Turn-taking on a single database session shared by several users: the daemon and each socket connection of the
  * embedded database (see sqlSocket.ts).
@@ -46,7 +48,7 @@ export class SessionScheduler {
   constructor(options: SessionSchedulerOptions) {
     this.#holds = options.holds;
     this.#onHoldTimeout = options.onHoldTimeout;
-    this.#holdTimeoutMs = options.holdTimeoutMs ?? 60_000;
+    this.#holdTimeoutMs = msOption('holdTimeoutMs', options.holdTimeoutMs, 60_000);
   }
 
   /** The user holding the session between units, or null when it is free. */

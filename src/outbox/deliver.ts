@@ -13,6 +13,7 @@ import {
   TransientError,
 } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { intOption, msOption } from '../options.ts';
 import { mapDetail, UnstorableError } from '../sync/mapping.ts';
 import { isoMicros } from '../time.ts';
 import {
@@ -59,6 +60,9 @@ export interface OutboxHooks {
   afterPost?: (row: OutboxRow, reply: { id: string; created_at: string }) => void | Promise<void>;
 }
 
+/** How long a row may stay `sending` before it is checked, unless `leaseMs` says otherwise. */
+const LEASE_MS = 120_000;
+
 export interface DeliverOptions {
   db: Db;
   /** The sync engine's client (`engine.client`, after `engine.init()`): the same budget, queue and ledger. */
@@ -97,8 +101,10 @@ interface Step {
  * Throws AuthError (after putting the row back) and database errors.
  */
 export async function deliverOutbox(o: DeliverOptions): Promise<OutboxReport> {
+  const maxRows = intOption('maxRows', o.maxRows, 25);
+  msOption('leaseMs', o.leaseMs, LEASE_MS, 1);
   const states = new Map<number, OutboxState>();
-  for (let i = 0; i < (o.maxRows ?? 25) && !o.signal?.aborted; i++) {
+  for (let i = 0; i < maxRows && !o.signal?.aborted; i++) {
     const step = await deliverNext(o);
     if (!step) break;
     states.set(step.id, step.state);
@@ -131,7 +137,7 @@ async function deliverNext(o: DeliverOptions): Promise<Step | undefined> {
   const claim = await o.db.transaction(async (tx) => {
     const row = await lockNextDue(tx, isoMicros(now));
     if (!row) return undefined;
-    const lease = isoMicros(now + (o.leaseMs ?? 120_000));
+    const lease = isoMicros(now + (o.leaseMs ?? LEASE_MS));
     if (row.state === 'sending') return { check: true, row: (await checkLater(tx, row, lease))! };
     const problem = replyTextProblem(row.message);
     if (problem) return { check: false, row: (await markFailed(tx, row, problem))! };

@@ -1,4 +1,5 @@
 import { isObject } from '../api/client.ts';
+import { msOption } from '../options.ts';
 import type { MessageRow } from '../sync/mapping.ts';
 import { toEpochMicros } from '../time.ts';
 import { replyText } from './states.ts';
@@ -39,7 +40,7 @@ export interface ReconcileInput {
 export function reconcile(input: ReconcileInput): Reconciliation {
   const since = toEpochMicros(input.sendingSince);
   if (since === null) throw new TypeError(`sendingSince is not a timestamp: ${input.sendingSince}`);
-  const earliest = since - BigInt(input.marginMs ?? 60_000) * 1000n;
+  const earliest = since - BigInt(Math.round(msOption('marginMs', input.marginMs, 60_000))) * 1000n;
   const text = replyText(input.text);
   const recent = input.messages
     .filter((m) => isAuthoredBy(m.author, input.self) && !input.claimed.has(m.id) && !createdBefore(m, earliest))

@@ -3,6 +3,8 @@ import type { LedgerEntry, RequestGate } from '../api/client.ts';
 import type { RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
 import { RateLimitedError } from '../errors.ts';
+import { intOption } from '../options.ts';
+import { backoffDelay, RATE_LIMIT_BACKOFF } from './backoff.ts';
 import { allowedPerMinute, budgetAt, DAY_MS, type BudgetLimits, type BudgetSnapshot, type LedgerSample } from './budget.ts';
 
 /**
@@ -46,7 +48,7 @@ export class BudgetGate implements RequestGate {
   #inFlight: number[] = [];
   /** Server-side back-off after a 429: no request before this instant. */
   #blockedUntil = 0;
-  /** 429s in a row: each doubles the wait beyond the server's Retry-After (15 s, 30 s, … at most 15 min). */
+  /** 429s in a row: each doubles the wait beyond the server's Retry-After (RATE_LIMIT_BACKOFF). */
   #rateLimitedStreak = 0;
 
   constructor(options: GateOptions) {
@@ -55,7 +57,7 @@ export class BudgetGate implements RequestGate {
     this.#samples = options.samples;
     const perMinute = allowedPerMinute(options.limits);
     this.#queue = new PQueue({
-      concurrency: options.concurrency ?? 2,
+      concurrency: intOption('concurrency', options.concurrency, 2),
       ...(options.realTimeInterval === false ? {} : { intervalCap: perMinute, interval: 60_000, strict: true }),
     });
   }
@@ -93,7 +95,7 @@ export class BudgetGate implements RequestGate {
         } catch (error) {
           if (error instanceof RateLimitedError) {
             // A service that keeps answering 429 is not asked again as soon as it allows: the wait grows.
-            const backOff = Math.min(15 * 60_000, 15_000 * 2 ** this.#rateLimitedStreak++);
+            const backOff = backoffDelay(RATE_LIMIT_BACKOFF, ++this.#rateLimitedStreak);
             this.#blockedUntil = Math.max(this.#blockedUntil, error.retryAt, this.#clock.now() + backOff);
           }
           throw error;
