@@ -94,3 +94,32 @@ export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
   '08003', // connection_does_not_exist
   '08006', // connection_failure
 ]);
+
+/**
+ * The SQLSTATE of a database error, looked for along its `cause` chain (drizzle wraps the driver's error in a
+ * DrizzleQueryError); null for anything else. A Node system error's code (ECONNRESET …) is not one.
+ */
+export function sqlStateOf(error: unknown): string | null {
+  let e: unknown = error;
+  for (let depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
+    const { code, syscall } = e as { code?: unknown; syscall?: unknown };
+    if (typeof code === 'string' && syscall === undefined && /^(?=.*\d)[0-9A-Z]{5}$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+/**
+ * SQLSTATE classes that speak of the data one write carried, not of the database: data exceptions (22: a value a
+ * column refuses), integrity and check violations (23, 27, 44), a cardinality violation (21), a rollback of that
+ * transaction (40: serialization failure, deadlock), a program limit (54: a row too big for an index) and an error a
+ * trigger raised (P0). The next write may well succeed. Every other class (08 connection, 53 resources, 57 shutdown,
+ * 58 system, 42 a missing table …) says the database is in trouble: every write would fail alike.
+ */
+const WRITE_DATA_CLASSES: ReadonlySet<string> = new Set(['21', '22', '23', '27', '40', '44', '54', 'P0']);
+
+/** Whether a failed write failed for its own data (see WRITE_DATA_CLASSES): a failure of that one ticket, not of the pass. */
+export function isWriteDataError(error: unknown): boolean {
+  const state = sqlStateOf(error);
+  return state !== null && WRITE_DATA_CLASSES.has(state.slice(0, 2));
+}

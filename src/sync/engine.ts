@@ -10,6 +10,7 @@ import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHi
 import {
   coerceError,
   InvalidResponseError,
+  isWriteDataError,
   NotFoundError,
   RequestRejectedError,
   TransientError,
@@ -218,13 +219,23 @@ export class SyncEngine {
     }
     if (problems.lines.length > 0) this.#o.logger.warn({ list, problems: problems.lines }, 'odd values in a list response');
     const at = isoMicros(response.at);
-    const diff = await this.#o.db.transaction(async (tx) => {
-      const lists = await listStates(tx);
-      const mirror = await loadMirrorForList(tx, list, items);
-      const d = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
-      await applyListDiff(tx, d);
-      return d;
-    });
+    let diff;
+    try {
+      diff = await this.#o.db.transaction(async (tx) => {
+        const lists = await listStates(tx);
+        const mirror = await loadMirrorForList(tx, list, items);
+        const d = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
+        await applyListDiff(tx, d);
+        return d;
+      });
+    } catch (error) {
+      // A value the database refuses fails this list's write (rolled back whole), not the pass.
+      if (isWriteDataError(error)) {
+        this.#listFailed(list, coerceError(error), summary);
+        return false;
+      }
+      throw error;
+    }
     summary.polls.push(list);
     summary.ticketsChanged += diff.writes.length;
     this.events.safeEmit('list:polled', { list, at: response.at, items: items.length, changes: diff.changes });
@@ -258,13 +269,20 @@ export class SyncEngine {
         return;
       }
       // One ticket whose detail keeps failing must not block the queue behind it: it backs off on its own. Two server
-      // errors in a row, though, say the service is in trouble, and end the pass.
+      // errors in a row, though, say the service is in trouble, and end the pass. So does a database that cannot write
+      // at all (connection lost, disk full …), unlike one that refused this ticket's data (see isWriteDataError).
       const transient = e instanceof TransientError;
       if (transient && ++this.#transientStreak >= 2) {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
         throw e;
       }
-      if (transient || e instanceof UnstorableError || e instanceof InvalidResponseError || e instanceof RequestRejectedError) {
+      if (
+        transient ||
+        e instanceof UnstorableError ||
+        e instanceof InvalidResponseError ||
+        e instanceof RequestRejectedError ||
+        isWriteDataError(e)
+      ) {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
         summary.errors.push(`ticket ${id}: ${e.message}`);
         this.#o.logger.warn({ ticket: id, err: e.message }, 'ticket detail not stored; will retry later');

@@ -1,4 +1,5 @@
 import { isObject, type JsonObject } from '../api/client.ts';
+import { storableJson, storableText } from '../text.ts';
 import { canonicalTimestamp, isCanonicalApiTimestamp, toEpochMicros } from '../time.ts';
 
 /**
@@ -8,6 +9,9 @@ import { canonicalTimestamp, isCanonicalApiTimestamp, toEpochMicros } from '../t
  * the ticket unstorable — it is reported and retried later, and the rest of the pass goes on.
  *
  * Attachment URLs are signed secrets that expire: they are stripped here, before anything is stored or logged.
+ *
+ * PostgreSQL refuses NUL and lone surrogates in text and jsonb: every string of a body, keys included, is made
+ * storable here (each refused code unit becomes U+FFFD, see src/text.ts), once, before anything else looks at it.
  */
 
 export class UnstorableError extends Error {
@@ -122,7 +126,7 @@ export function parseListItems(body: unknown[], listName: string, problems: Prob
   for (let index = 0; index < body.length; index++) {
     const raw = body[index];
     if (!isObject(raw)) throw new UnstorableError(`${listName}[${index}] is not an object`);
-    const id = typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`);
+    const id = storableText(typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`));
     if (seen.has(id)) {
       problems.add(`${listName}[${index}]`, `ticket ${id} is listed twice`);
       continue;
@@ -137,10 +141,18 @@ export function parseListItems(body: unknown[], listName: string, problems: Prob
       typeof createdAt === 'string' &&
       isCanonicalApiTimestamp(createdAt)
     ) {
-      items.push({ id, name, email, status, hasUnreadMessages: unread, createdAt, unstorable: NONE });
+      items.push({
+        id,
+        name: storableText(name),
+        email: storableText(email),
+        status: storableText(status),
+        hasUnreadMessages: unread,
+        createdAt,
+        unstorable: NONE,
+      });
       continue;
     }
-    items.push(checkedListItem(raw, id, `${listName}[${index}] (${id})`, problems));
+    items.push(checkedListItem(storableJson(raw), id, `${listName}[${index}] (${id})`, problems));
   }
   return items;
 }
@@ -251,8 +263,8 @@ const ATTACHMENT_FIELDS: readonly Field[] = [
 /** Maps one detail payload to rows, or throws UnstorableError. `expectedId` is the id that was asked for. */
 export function mapDetail(received: JsonObject, expectedId: string): MappedDetail {
   const problems = new Problems();
-  // Everything is mapped from the stripped copy: a message quoting its signed link must not store it either.
-  const raw = stripAttachmentUrls(received);
+  // Everything is mapped from the storable, stripped copy: a message quoting its signed link must not store it either.
+  const raw = stripAttachmentUrls(storableJson(received));
   const body = raw;
   const id = requireId(body.id, `ticket ${expectedId}`);
   if (id !== expectedId) throw new UnstorableError(`ticket ${expectedId}: the detail answered for ticket ${id}`);

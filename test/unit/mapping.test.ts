@@ -80,6 +80,48 @@ describe('mapDetail', () => {
   });
 });
 
+describe('text PostgreSQL refuses', () => {
+  it('becomes U+FFFD in every column and in raw: names, messages, keys, nested objects, attachment names', () => {
+    const body = detail();
+    Object.assign(body, {
+      name: 'Zo\u0000ë \ud83d',
+      assigned_to: { id: 'u1', ['na\u0000me']: 'Agent \udc00' },
+      widget: { id: 'w\u0000', name: 'Chat \ud83d' },
+    });
+    body.messages[0]!.message = 'hi\u0000 there \ud83d';
+    (body.messages[0] as Record<string, unknown>).user = { id: 'u2', name: 'x\ud83d' };
+    body.messages[0]!.attachments[0]!.name = 'f\u0000.pdf';
+    const d = mapDetail(body, 't1');
+    expect(d.ticket).toMatchObject({
+      name: 'Zo\ufffdë \ufffd',
+      assignedTo: { id: 'u1', 'na\ufffdme': 'Agent \ufffd' },
+      widgetId: 'w\ufffd',
+      widgetName: 'Chat \ufffd',
+    });
+    expect(d.messages[0]).toMatchObject({ message: 'hi\ufffd there \ufffd', author: { id: 'u2', name: 'x\ufffd' } });
+    expect(d.attachments[0]!.name).toBe('f\ufffd.pdf');
+    expect(d.raw.name).toBe('Zo\ufffdë \ufffd');
+    expect(JSON.stringify(d.raw)).not.toMatch(/\\u0000|\\ud[89a-f][0-9a-f]{2}/i);
+    expect(d.problems).toEqual([]);
+  });
+
+  it('becomes U+FFFD in list items too, on the fast path and off it', () => {
+    const base = { email: 'a@x\u0000', status: 'open', has_unread_messages: true };
+    const items = parseListItems(
+      [
+        { id: 'a', name: 'A\ud83d', ...base, created_at: '2026-01-05T12:00:00.000001Z' },
+        { id: 'b\u0000', name: 'B\u0000', ...base, has_unread_messages: 'true', created_at: '2026-01-05T12:00:00.000001Z' },
+      ],
+      'open',
+      new Problems(),
+    );
+    expect(items.map((i) => [i.id, i.name, i.email])).toEqual([
+      ['a', 'A\ufffd', 'a@x\ufffd'],
+      ['b\ufffd', 'B\ufffd', 'a@x\ufffd'],
+    ]);
+  });
+});
+
 describe('parseListItems', () => {
   it('refuses a list with an item it cannot name', () => {
     expect(() => parseListItems([{ id: 'a' }, { name: 'no id' }], 'open', new Problems())).toThrow(UnstorableError);

@@ -1,0 +1,84 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { queryRows, sql } from '../../src/db/connect.ts';
+import { storableJson } from '../../src/text.ts';
+import { backends, type TestDatabase } from '../helpers/db.ts';
+import { count, mirrorAsTruth, truthOf, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+
+/**
+ * What a customer types must never stop the mirror: characters PostgreSQL refuses are stored as U+FFFD, and a write
+ * the database refuses for one ticket fails that ticket alone.
+ */
+describe.each(backends)('hostile text on $name', { timeout: 180_000 }, ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+  const synced = async () =>
+    (await count(m.db, sql`select count(*)::int as n from tickets`)) > 0 &&
+    (await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null and deleted_at is null`)) === 0;
+
+  beforeEach(async () => {
+    database = await open();
+    m = await virtualMirror(database);
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  it('stores a NUL and a lone surrogate in a name and a message as U+FFFD, in the columns and in raw', async () => {
+    const hostile = m.sim.model.newTicket({ name: 'Zo\u0000ë \ud83d', message: 'hi\u0000 there \ud83d 😀', attachments: 0 });
+    const other = m.sim.model.randomTicketId('resolved')!;
+    const followUp = m.sim.model.inboundMessage(other, { message: '\udc00 late\u0000', attachments: 0 });
+
+    const passes = await m.runUntil(synced);
+    expect(await synced()).toBe(true);
+    for (const p of passes) expect(p).toMatchObject({ errors: [], stoppedBy: null });
+
+    const [ticket] = await queryRows<{ name: string; raw_name: string; raw_message: string }>(
+      m.db,
+      sql`select name, raw->>'name' as raw_name, raw->'messages'->0->>'message' as raw_message from tickets where id = ${hostile.id}`,
+    );
+    expect(ticket).toEqual({ name: 'Zo\ufffdë \ufffd', raw_name: 'Zo\ufffdë \ufffd', raw_message: 'hi\ufffd there \ufffd 😀' });
+    const [message] = await queryRows<{ message: string }>(m.db, sql`select message from messages where id = ${followUp.id}`);
+    expect(message!.message).toBe('\ufffd late\ufffd');
+    // Every ticket, these two included, is exactly the API's, with each refused character replaced.
+    expect(await mirrorAsTruth(m.db)).toEqual(storableJson(truthOf(m.sim)));
+  });
+
+  it('a write the database refuses for one ticket backs that ticket off; the others are stored and the pass goes on', async () => {
+    const victim = m.sim.model.randomTicketId('open')!;
+    // A trigger in this test's schema refuses the victim's messages (SQLSTATE P0001), whatever they hold.
+    await m.db.execute(
+      sql.raw(`create function tm_test_refuse() returns trigger language plpgsql as $$
+        begin raise exception 'refused by the test trigger'; end $$`),
+    );
+    await m.db.execute(
+      sql.raw(`create trigger tm_test_refuse before insert or update on messages for each row
+        when (new.ticket_id = '${victim}') execute function tm_test_refuse()`),
+    );
+
+    const others = async () =>
+      count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null and id <> ${victim}`);
+    const passes = await m.runUntil(async () => (await count(m.db, sql`select count(*)::int as n from tickets`)) > 0 && (await others()) === 0);
+    expect(await others()).toBe(0);
+    for (const p of passes) expect(p.stoppedBy).toBeNull();
+    const failing = passes.filter((p) => p.errors.length > 0);
+    expect(failing.length).toBeGreaterThan(0);
+    for (const p of failing) {
+      expect(p.errors).toEqual([expect.stringMatching(new RegExp(`^ticket ${victim}: `))]);
+      // The pass went on: it stored other details besides failing the victim's.
+      expect(p.detailsFetched).toBeGreaterThan(0);
+    }
+
+    const [row] = await queryRows<{ synced: boolean; failures: number; backed_off: boolean }>(
+      m.db,
+      sql`select detail_synced_at is not null as synced, detail_failures as failures, detail_retry_after is not null as backed_off
+        from tickets where id = ${victim}`,
+    );
+    expect(row).toMatchObject({ synced: false, backed_off: true });
+    expect(row!.failures).toBeGreaterThan(0);
+    expect(await count(m.db, sql`select count(*)::int as n from messages where ticket_id = ${victim}`)).toBe(0);
+    const truth = (truthOf(m.sim) as Array<{ id: string }>).filter((t) => t.id !== victim);
+    const mirror = (await mirrorAsTruth(m.db)) as Array<{ id: string }>;
+    expect(mirror.filter((t) => t.id !== victim)).toEqual(truth);
+  });
+});
