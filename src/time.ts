@@ -41,6 +41,11 @@ export function canonicalTimestamp(value: string | null): string | null {
   return fromEpochMicros(micros);
 }
 
+/** The canonical form of a timestamp the service gave, or null when it is none (a later detail fetch will tell). */
+export function timestampOrNull(value: string): string | null {
+  return toEpochMicros(value) === null ? null : canonicalTimestamp(value);
+}
+
 /** The canonical form of an epoch-millisecond instant plus extra microseconds (0–999). */
 export function isoMicros(epochMs: number, extraMicros = 0): string {
   return fromEpochMicros(BigInt(Math.floor(epochMs)) * 1000n + BigInt(extraMicros));

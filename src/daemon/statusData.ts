@@ -1,7 +1,9 @@
 import type { Config } from '../config/loadConfig.ts';
-import { queryRows, sql, type Db } from '../db/connect.ts';
+import type { Db } from '../db/connect.ts';
+import { requestsByHour } from '../db/repos/ledger.ts';
+import { runErrors } from '../db/repos/runs.ts';
 import { mirrorStatus, type MirrorStatus } from '../sync/status.ts';
-import { canonicalTimestamp, isoMicros } from '../time.ts';
+import { canonicalTimestamp } from '../time.ts';
 import type { Readiness } from './readiness.ts';
 import type { ReplicaHealth } from './replica.ts';
 
@@ -46,14 +48,7 @@ export async function loadStatusPageData(
 
 /** The ledger by clock hour over the last 24 h, every hour present (zeros included). */
 export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
-  const rows = await queryRows<{ hour_ms: string | number; requests: number; failed: number }>(
-    db,
-    sql`select (extract(epoch from date_trunc('hour', at, 'UTC')) * 1000)::bigint as hour_ms,
-          count(*)::int as requests,
-          count(*) filter (where status is null or status = 429 or status >= 500)::int as failed
-        from api_requests where at > ${isoMicros(now - 24 * HOUR_MS)}::timestamptz
-        group by 1`,
-  );
+  const rows = await requestsByHour(db, now - 24 * HOUR_MS);
   const byHour = new Map(rows.map((r) => [Number(r.hour_ms), r]));
   const current = Math.floor(now / HOUR_MS) * HOUR_MS;
   return Array.from({ length: 24 }, (_, i) => {
@@ -64,9 +59,6 @@ export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
 }
 
 export async function recentErrors(db: Db, limit: number): Promise<RecentError[]> {
-  const rows = await queryRows<{ started_at: string; error: string }>(
-    db,
-    sql`select started_at, error from sync_runs where error is not null order by started_at desc, id desc limit ${limit}`,
-  );
+  const rows = await runErrors(db, limit);
   return rows.map((r) => ({ at: canonicalTimestamp(String(r.started_at)), error: r.error }));
 }

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
-import { queryRows, sql, type Db } from '../db/connect.ts';
+import type { Db } from '../db/connect.ts';
+import { ping } from '../db/repos/status.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { mirrorStatus } from '../sync/status.ts';
@@ -62,7 +63,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       timer = setTimeout(() => resolve(`no answer within ${timeoutMs / 1000} s (busy or unreachable)`), timeoutMs);
     });
     try {
-      return await Promise.race([queryRows(o.db, sql`select 1`).then(() => null), timeout]);
+      return await Promise.race([ping(o.db).then(() => null), timeout]);
     } catch (error) {
       return coerceError(error).message;
     } finally {

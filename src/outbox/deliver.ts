@@ -2,6 +2,18 @@ import type { ApiClient } from '../api/client.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { writeDetail } from '../db/repos/details.ts';
+import { recordPostedReply } from '../db/repos/messages.ts';
+import {
+  checkLater,
+  claimedMessageIds,
+  lockNextDue,
+  markFailed,
+  markPending,
+  markSending,
+  markSent,
+  tokenUser,
+  type OutboxRow,
+} from '../db/repos/outbox.ts';
 import type { OutboxState } from '../db/schema.ts';
 import {
   AuthError,
@@ -15,20 +27,8 @@ import {
 import type { Logger } from '../logger.ts';
 import { intOption, msOption } from '../options.ts';
 import { mapDetail, UnstorableError } from '../sync/mapping.ts';
-import { isoMicros } from '../time.ts';
-import {
-  checkLater,
-  claimedMessageIds,
-  lockNextDue,
-  markFailed,
-  markPending,
-  markSending,
-  markSent,
-  tokenUser,
-  type OutboxRow,
-} from './outboxRows.ts';
+import { isoMicros, timestampOrNull } from '../time.ts';
 import { reconcile } from './reconcile.ts';
-import { recordPostedReply, timestampOrNull } from './recordReply.ts';
 import { MAX_ATTEMPTS, recheckDelayMs, replyText, replyTextProblem } from './states.ts';
 
 /**

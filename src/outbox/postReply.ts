@@ -1,9 +1,9 @@
 import type { ApiClient } from '../api/client.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
+import { recordPostedReply, type PostedReply } from '../db/repos/messages.ts';
+import { tokenUser } from '../db/repos/outbox.ts';
 import { isoMicros } from '../time.ts';
-import { tokenUser } from './outboxRows.ts';
-import { recordPostedReply, type PostedReply } from './recordReply.ts';
 import { replyText } from './states.ts';
 
 export interface PostReplyDeps {

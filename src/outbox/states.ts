@@ -1,29 +1,3 @@
-import type { OutboxState } from '../db/schema.ts';
-
-/**
- * The reply outbox's state machine, as data. A row is INSERTed `pending` by any SQL client and ends `sent` or `failed`:
- *
- *   pending → sending   claimed: committed before the POST, so a crash after it can never lead to a blind re-send
- *   pending → failed    the text is too short for the service once trimmed: nothing is sent
- *   sending → sent      the POST answered 201, or the ticket's detail shows the reply (reconciliation)
- *   sending → failed    the service refused the reply (404, 4xx), the tries are used up, or the outcome is ambiguous
- *   sending → pending   the POST certainly did not post: refused before the service took it (budget, 429, token),
- *                       or reconciliation found no trace of it
- *   sending → sending   the outcome is unknown for now (server error, timeout, a crash): check again later
- *
- * `sent` and `failed` are final: the deliverer never leaves them (a person may re-queue a failed row with SQL).
- */
-export const OUTBOX_TRANSITIONS = {
-  pending: ['sending', 'failed'],
-  sending: ['sent', 'failed', 'pending', 'sending'],
-  sent: [],
-  failed: [],
-} as const satisfies Record<OutboxState, readonly OutboxState[]>;
-
-export function canTransition(from: OutboxState, to: OutboxState): boolean {
-  return (OUTBOX_TRANSITIONS[from] as readonly OutboxState[]).includes(to);
-}
-
 /** The service's minimum length of a reply (spec, Endpoint 6), counted in characters once trimmed. */
 const MIN_REPLY_LENGTH = 3;
 

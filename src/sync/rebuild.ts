@@ -1,7 +1,6 @@
 import { isObject } from '../api/client.ts';
 import type { Db } from '../db/connect.ts';
-import { queryRows, sql } from '../db/connect.ts';
-import { rederiveDetail } from '../db/repos/details.ts';
+import { rederiveDetail, storedDetails } from '../db/repos/details.ts';
 import { mapDetail, UnstorableError } from './mapping.ts';
 
 export interface RebuildResult {
@@ -17,10 +16,7 @@ export async function rebuildFromRaw(db: Db, onProgress?: (done: number) => void
   const result: RebuildResult = { tickets: 0, failed: [] };
   let after = '';
   for (;;) {
-    const batch = await queryRows<{ id: string; raw: unknown; detail_synced_at: string }>(
-      db,
-      sql`select id, raw, detail_synced_at from tickets where raw is not null and id > ${after} order by id limit 200`,
-    );
+    const batch = await storedDetails(db, after, 200);
     if (batch.length === 0) return result;
     await db.transaction(async (tx) => {
       for (const row of batch) {

@@ -1,8 +1,10 @@
 import type { Config } from '../config/loadConfig.ts';
-import { queryRows, sql, type Db } from '../db/connect.ts';
+import type { Db } from '../db/connect.ts';
 import { loadSamples } from '../db/repos/ledger.ts';
+import { lastRun } from '../db/repos/runs.ts';
+import { rowCounts, ticketCounts } from '../db/repos/status.ts';
 import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
-import { canonicalTimestamp, isoMicros } from '../time.ts';
+import { canonicalTimestamp } from '../time.ts';
 import { budgetAt, DAY_MS, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
 import type { ListName } from '../api/endpoints.ts';
@@ -41,36 +43,9 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
   ]);
   const budget = budgetAt(limits, samples, now);
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, history });
-  const [c] = await queryRows<Record<string, number | string | null>>(
-    db,
-    sql`select count(*)::int as tickets,
-      count(*) filter (where in_open and deleted_at is null)::int as open,
-      count(*) filter (where in_self and deleted_at is null)::int as self,
-      count(*) filter (where in_unassigned and deleted_at is null)::int as unassigned,
-      count(*) filter (where in_resolved and deleted_at is null)::int as resolved,
-      count(*) filter (where missing_since is not null and deleted_at is null)::int as missing,
-      count(*) filter (where deleted_at is not null)::int as deleted,
-      count(*) filter (where detail_synced_at is not null and deleted_at is null)::int as fetched,
-      count(*) filter (where detail_due_since is not null)::int as due,
-      min(detail_due_since) as oldest_due,
-      min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
-      (percentile_cont(0.5) within group (order by extract(epoch from (${isoMicros(now)}::timestamptz - detail_synced_at)) / 60)
-        filter (where in_open and deleted_at is null and detail_synced_at is not null)) as median_open_age
-      from tickets`,
-  );
-  const [m] = await queryRows<{ messages: number; attachments: number; pending: number; failed: number }>(
-    db,
-    sql`select (select count(*)::int from messages where removed_at is null) as messages,
-      (select count(*)::int from attachments where removed_at is null) as attachments,
-      (select count(*)::int from reply_outbox where state in ('pending', 'sending')) as pending,
-      (select count(*)::int from reply_outbox where state = 'failed') as failed`,
-  );
-  const [run] = await queryRows<{ started_at: string; finished_at: string | null; requests: number; details_fetched: number; error: string | null }>(
-    db,
-    sql`select started_at, finished_at, requests, details_fetched, error from sync_runs order by started_at desc, id desc limit 1`,
-  );
+  const [c, m, run] = await Promise.all([ticketCounts(db, now), rowCounts(db), lastRun(db)]);
   const ts = (v: unknown) => (typeof v === 'string' ? canonicalTimestamp(v) : null);
-  const total = Number(c!.tickets) - Number(c!.deleted);
+  const total = Number(c.tickets) - Number(c.deleted);
   const remaining = work.backfill;
   const eta = backfillEtaMs(remaining, plan.daily.background);
   const lastPolls = {} as Record<ListName, string | null>;
@@ -86,24 +61,24 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
       : null,
     lastPolls,
     counts: {
-      tickets: Number(c!.tickets),
-      open: Number(c!.open),
-      self: Number(c!.self),
-      unassigned: Number(c!.unassigned),
-      resolved: Number(c!.resolved),
-      missing: Number(c!.missing),
-      deleted: Number(c!.deleted),
-      messages: m!.messages,
-      attachments: m!.attachments,
-      outboxPending: m!.pending,
-      outboxFailed: m!.failed,
+      tickets: Number(c.tickets),
+      open: Number(c.open),
+      self: Number(c.self),
+      unassigned: Number(c.unassigned),
+      resolved: Number(c.resolved),
+      missing: Number(c.missing),
+      deleted: Number(c.deleted),
+      messages: m.messages,
+      attachments: m.attachments,
+      outboxPending: m.pending,
+      outboxFailed: m.failed,
     },
-    backfill: { fetched: Number(c!.fetched), total, remaining, etaHours: eta === null ? null : Math.round((eta / 3_600_000) * 10) / 10 },
+    backfill: { fetched: Number(c.fetched), total, remaining, etaHours: eta === null ? null : Math.round((eta / 3_600_000) * 10) / 10 },
     freshness: {
-      detailsDue: Number(c!.due),
-      oldestDueSince: ts(c!.oldest_due),
-      oldestOpenDetail: ts(c!.oldest_open),
-      medianOpenDetailAgeMinutes: c!.median_open_age === null ? null : Math.round(Number(c!.median_open_age)),
+      detailsDue: Number(c.due),
+      oldestDueSince: ts(c.oldest_due),
+      oldestOpenDetail: ts(c.oldest_open),
+      medianOpenDetailAgeMinutes: c.median_open_age === null ? null : Math.round(Number(c.median_open_age)),
     },
   };
 }

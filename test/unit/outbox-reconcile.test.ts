@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { canTransition, OUTBOX_TRANSITIONS } from '../../src/db/repos/outbox.ts';
 import { reconcile, type ReconcileInput } from '../../src/outbox/reconcile.ts';
-import { canTransition, OUTBOX_TRANSITIONS, recheckDelayMs, replyTextProblem } from '../../src/outbox/states.ts';
+import { recheckDelayMs, replyTextProblem } from '../../src/outbox/states.ts';
 import type { MessageRow } from '../../src/sync/mapping.ts';
 
 const SELF = { id: 'agent-self', name: 'Me', email: 'me@example.com' };

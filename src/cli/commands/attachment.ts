@@ -6,8 +6,8 @@ import got from 'got';
 import { isObject, type ApiClient, type JsonObject } from '../../api/client.ts';
 import { systemClock, type Clock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
-import { queryRows, sql, type Db } from '../../db/connect.ts';
-import { writeDetail } from '../../db/repos/details.ts';
+import type { Db } from '../../db/connect.ts';
+import { attachmentTicketId, writeDetail } from '../../db/repos/details.ts';
 import type { Logger } from '../../logger.ts';
 import { mapDetail, UnstorableError } from '../../sync/mapping.ts';
 import { isoMicros } from '../../time.ts';
@@ -63,11 +63,6 @@ export async function freshAttachmentLink(deps: AttachmentDeps, attachmentId: st
   const found = findAttachment(response.body, attachmentId);
   if (!found) throw new ExitError(`attachment ${attachmentId} is no longer listed in ticket ${ticketId}`, EXIT.failure);
   return { attachmentId, ticketId, ...found };
-}
-
-async function attachmentTicketId(db: Db, attachmentId: string): Promise<string | null> {
-  const [row] = await queryRows<{ ticket_id: string }>(db, sql`select ticket_id from attachments where id = ${attachmentId}`);
-  return row?.ticket_id ?? null;
 }
 
 /** The detail was paid for: store it (URLs stripped). A detail the mirror cannot store still yields its link. */

@@ -140,6 +140,17 @@ export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string):
   await writeAttachments(tx, d, syncedAt);
 }
 
+/** For `rebuild`: up to `limit` stored payloads, in id order from after `after` (`''`: from the first). */
+export function storedDetails(tx: Tx, after: string, limit: number): Promise<Array<{ id: string; raw: unknown; detail_synced_at: string }>> {
+  return queryRows(tx, sql`select id, raw, detail_synced_at from tickets where raw is not null and id > ${after} order by id limit ${limit}`);
+}
+
+/** The ticket an attachment belongs to, or null when the mirror does not have it. */
+export async function attachmentTicketId(tx: Tx, attachmentId: string): Promise<string | null> {
+  const [row] = await queryRows<{ ticket_id: string }>(tx, sql`select ticket_id from attachments where id = ${attachmentId}`);
+  return row?.ticket_id ?? null;
+}
+
 /** The API answered 404: the ticket is gone there. It stays in the mirror, marked. */
 export async function markDeleted(tx: Tx, id: string, at: string, requestedAt: string): Promise<void> {
   await tx.execute(sql`

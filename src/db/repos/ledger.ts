@@ -24,3 +24,15 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number): P
     status: r.status,
   }));
 }
+
+/** Requests since `since` (epoch ms) by clock hour (UTC), each hour that has any: its start, its requests, how many failed. */
+export function requestsByHour(tx: Tx, since: number): Promise<Array<{ hour_ms: string | number; requests: number; failed: number }>> {
+  return queryRows(
+    tx,
+    sql`select (extract(epoch from date_trunc('hour', at, 'UTC')) * 1000)::bigint as hour_ms,
+          count(*)::int as requests,
+          count(*) filter (where status is null or status = 429 or status >= 500)::int as failed
+        from api_requests where at > ${isoMicros(since)}::timestamptz
+        group by 1`,
+  );
+}

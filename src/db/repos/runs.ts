@@ -18,3 +18,25 @@ export async function insertRun(tx: Tx, startedAt: string, finishedAt: string, t
   );
   return Number(row!.id);
 }
+
+export interface RunRow {
+  started_at: string;
+  finished_at: string | null;
+  requests: number;
+  details_fetched: number;
+  error: string | null;
+}
+
+/** The latest pass, or undefined before the first. */
+export async function lastRun(tx: Tx): Promise<RunRow | undefined> {
+  const [row] = await queryRows<RunRow>(
+    tx,
+    sql`select started_at, finished_at, requests, details_fetched, error from sync_runs order by started_at desc, id desc limit 1`,
+  );
+  return row;
+}
+
+/** The last `limit` passes that recorded an error, newest first. */
+export function runErrors(tx: Tx, limit: number): Promise<Array<{ started_at: string; error: string }>> {
+  return queryRows(tx, sql`select started_at, error from sync_runs where error is not null order by started_at desc, id desc limit ${limit}`);
+}

@@ -1,5 +1,5 @@
-import { sql, type Tx } from '../db/connect.ts';
-import { canonicalTimestamp, toEpochMicros } from '../time.ts';
+import { timestampOrNull } from '../../time.ts';
+import { sql, type Tx } from '../connect.ts';
 
 export interface PostedReply {
   ticketId: string;
@@ -33,9 +33,4 @@ export async function recordPostedReply(tx: Tx, reply: PostedReply, at: string):
     values (${reply.messageId}, ${reply.ticketId}, 'outbound', ${reply.text}, ${timestampOrNull(reply.createdAt)}::timestamptz,
       ${reply.author === null ? null : JSON.stringify(reply.author)}::jsonb)
     on conflict (id) do nothing`);
-}
-
-/** The canonical form of a timestamp the service gave, or null when it is none (the detail fetch will tell). */
-export function timestampOrNull(value: string): string | null {
-  return toEpochMicros(value) === null ? null : canonicalTimestamp(value);
 }

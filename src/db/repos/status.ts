@@ -1,0 +1,69 @@
+import { isoMicros } from '../../time.ts';
+import { queryRows, sql, type Tx } from '../connect.ts';
+
+/** The counts `status` and the status page show (sync/status.ts), and the health check's probe. */
+
+/** One row of counts over `tickets`; instants as PostgreSQL writes them. */
+export interface TicketCounts {
+  tickets: number;
+  open: number;
+  self: number;
+  unassigned: number;
+  resolved: number;
+  missing: number;
+  deleted: number;
+  /** Not deleted, detail fetched at least once. */
+  fetched: number;
+  due: number;
+  oldest_due: string | null;
+  /** The oldest detail of an open ticket. */
+  oldest_open: string | null;
+  /** Median age of open tickets' details at `now`, minutes. */
+  median_open_age: number | string | null;
+}
+
+export async function ticketCounts(tx: Tx, now: number): Promise<TicketCounts> {
+  const [row] = await queryRows<TicketCounts>(
+    tx,
+    sql`select count(*)::int as tickets,
+      count(*) filter (where in_open and deleted_at is null)::int as open,
+      count(*) filter (where in_self and deleted_at is null)::int as self,
+      count(*) filter (where in_unassigned and deleted_at is null)::int as unassigned,
+      count(*) filter (where in_resolved and deleted_at is null)::int as resolved,
+      count(*) filter (where missing_since is not null and deleted_at is null)::int as missing,
+      count(*) filter (where deleted_at is not null)::int as deleted,
+      count(*) filter (where detail_synced_at is not null and deleted_at is null)::int as fetched,
+      count(*) filter (where detail_due_since is not null)::int as due,
+      min(detail_due_since) as oldest_due,
+      min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
+      (percentile_cont(0.5) within group (order by extract(epoch from (${isoMicros(now)}::timestamptz - detail_synced_at)) / 60)
+        filter (where in_open and deleted_at is null and detail_synced_at is not null)) as median_open_age
+      from tickets`,
+  );
+  return row!;
+}
+
+export interface RowCounts {
+  /** Messages and attachments not removed. */
+  messages: number;
+  attachments: number;
+  /** Outbox rows pending or sending. */
+  pending: number;
+  failed: number;
+}
+
+export async function rowCounts(tx: Tx): Promise<RowCounts> {
+  const [row] = await queryRows<RowCounts>(
+    tx,
+    sql`select (select count(*)::int from messages where removed_at is null) as messages,
+      (select count(*)::int from attachments where removed_at is null) as attachments,
+      (select count(*)::int from reply_outbox where state in ('pending', 'sending')) as pending,
+      (select count(*)::int from reply_outbox where state = 'failed') as failed`,
+  );
+  return row!;
+}
+
+/** The cheapest statement there is: resolves once the database answers. */
+export async function ping(tx: Tx): Promise<void> {
+  await queryRows(tx, sql`select 1`);
+}
