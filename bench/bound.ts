@@ -1,4 +1,5 @@
 import { LIST_NAMES } from '../src/api/endpoints.ts';
+import { DAY_MS, HOUR_MS } from '../src/time.ts';
 import type { Change } from './changeRecorder.ts';
 
 /**
@@ -25,9 +26,6 @@ import type { Change } from './changeRecorder.ts';
  * - Detail-only changes are seen only by fetching that ticket's detail: covering a ticket for a fraction of an hour is
  *   the same argument with the open tickets in place of the lists, and the median in place of p95.
  */
-
-export const HOUR_MS = 3_600_000;
-export const DAY_MS = 24 * HOUR_MS;
 
 /** Coverage semantics for multi-list changes; see above. */
 export type ListCoverage = 'all' | 'any';

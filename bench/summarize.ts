@@ -1,6 +1,7 @@
 import { LIST_PATHS } from '../src/api/endpoints.ts';
 import { allowedPerDay } from '../src/sync/budget.ts';
-import { DAY_MS, HOUR_MS, type Window } from './bound.ts';
+import { DAY_MS, HOUR_MS } from '../src/time.ts';
+import type { Window } from './bound.ts';
 import type { Exactness } from './exactness.ts';
 import type { ObservedChange } from './lagTracker.ts';
 import { countBetween, lagStats, maxInWindow, quantile, type LagStats } from './stats.ts';

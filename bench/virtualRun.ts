@@ -1,6 +1,7 @@
 import { ManualClock } from '../src/clock.ts';
 import { sql, type Db } from '../src/db/connect.ts';
 import { createActivityDriver, startSimulator, type RequestLogEntry } from '../src/simulator/index.ts';
+import { DAY_MS, HOUR_MS } from '../src/time.ts';
 import { freshDatabase } from './benchDatabase.ts';
 import { ChangeRecorder } from './changeRecorder.ts';
 import { compareWithTruth, type Exactness } from './exactness.ts';
@@ -16,8 +17,6 @@ import { activityEnd, runEnd, type Workload } from './workload.ts';
  */
 
 export const TICK_MS = 15_000;
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 /** How long the run goes on in quiet after the end, to see the mirror become exact. */
 export const MAX_QUIET_HOURS = 48;
 
@@ -79,20 +78,20 @@ export async function runVirtual(w: Workload, name: StrategyName, make: Strategy
     };
     const strategy = await make({ clock, sim, db: database.db, limits: w.limits, observer, everyTick: opts.everyTick ?? false });
     const stopActivity = activityEnd(w);
-    let nextReport = w.start + 86_400_000;
+    let nextReport = w.start + DAY_MS;
     const openByHour: number[] = [];
     for (let t = w.start; t < end; t += TICK_MS) {
       if (clock.now() > t) throw new Error(`${name} moved the clock past its tick (${clock.now() - t} ms)`);
       clock.set(t);
-      if ((t - w.start) % 3_600_000 === 0) openByHour.push(sim.model.listOpen().length);
+      if ((t - w.start) % HOUR_MS === 0) openByHour.push(sim.model.listOpen().length);
       if (t > w.start && t <= stopActivity) {
         for (const change of recorder.record(driver.step(t - TICK_MS, t))) tracker.add(change);
       }
       await strategy.tick(t, t + TICK_MS);
       if ((t - w.start) % HOUR_MS === 0) await vacuum(database.db);
       if (t >= nextReport) {
-        opts.progress?.(`${name}: day ${Math.round((t - w.start) / 86_400_000)} (${Math.round(performance.now() - started) / 1000} s, backfill left ${tracker.backfillRemaining})`);
-        nextReport += 86_400_000;
+        opts.progress?.(`${name}: day ${Math.round((t - w.start) / DAY_MS)} (${Math.round(performance.now() - started) / 1000} s, backfill left ${tracker.backfillRemaining})`);
+        nextReport += DAY_MS;
       }
     }
     clock.set(Math.max(clock.now(), end));

@@ -1,5 +1,6 @@
 import { DEFAULT_RATES_PER_DAY, type ActivityRates } from '../src/simulator/index.ts';
 import type { BudgetLimits } from '../src/sync/budget.ts';
+import { HOUR_MS } from '../src/time.ts';
 
 /**
  * The benchmark's workloads. Everything a run depends on is here and seeded: the same workload gives the same
@@ -24,7 +25,6 @@ export interface Workload {
   limits: BudgetLimits;
 }
 
-const HOUR_MS = 3_600_000;
 const MONDAY = Date.UTC(2026, 0, 5, 0, 0, 0);
 
 /**

@@ -3,6 +3,12 @@
  * only, so instants travel as strings and are compared in their canonical form, never through Date.
  */
 
+/** Durations in milliseconds, the unit of every instant and interval in the code (SQL's epoch is in seconds). */
+export const SECOND_MS = 1_000;
+export const MINUTE_MS = 60 * SECOND_MS;
+export const HOUR_MS = 60 * MINUTE_MS;
+export const DAY_MS = 24 * HOUR_MS;
+
 const TIMESTAMP =
   /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 

@@ -1,4 +1,5 @@
 import { backfillEtaMs, type Plan } from '../sync/planner.ts';
+import { DAY_MS, HOUR_MS } from '../time.ts';
 
 /**
  * The plan in plain words, for the start-up log and the status page, e.g. "all four lists every 6 min at this hour's
@@ -17,8 +18,7 @@ export function describePlan(plan: Plan, context: { backfill?: number; reserve?:
 
 function eta(ms: number | null): string {
   if (ms === null) return 'waiting for budget';
-  const hours = ms / 3_600_000;
-  return hours < 48 ? `about ${round(hours)} h` : `about ${round(hours / 24)} days`;
+  return ms < 2 * DAY_MS ? `about ${round(ms / HOUR_MS)} h` : `about ${round(ms / DAY_MS)} days`;
 }
 
 function round(n: number): string {

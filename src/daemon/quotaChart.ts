@@ -1,3 +1,4 @@
+import { HOUR_MS } from '../time.ts';
 import { escapeHtml } from './escapeHtml.ts';
 import type { HourBar } from './statusData.ts';
 
@@ -32,7 +33,7 @@ export function renderQuotaChart(hours: readonly HourBar[], hourlyPace: number):
   hours.forEach((hour, i) => {
     const x = MARGIN.left + i * slot + (slot - barWidth) / 2;
     const ok = hour.requests - hour.failed;
-    const label = `${hourLabel(hour.start)}–${hourLabel(hour.start + 3_600_000)} UTC: ${hour.requests} request${hour.requests === 1 ? '' : 's'}` + (hour.failed ? `, ${hour.failed} failed` : '');
+    const label = `${hourLabel(hour.start)}–${hourLabel(hour.start + HOUR_MS)} UTC: ${hour.requests} request${hour.requests === 1 ? '' : 's'}` + (hour.failed ? `, ${hour.failed} failed` : '');
     parts.push(`<g><title>${escapeHtml(label)}</title>`);
     if (ok > 0) parts.push(rect(x, y(ok), barWidth, y(0) - y(ok), 'bar'));
     if (hour.failed > 0) parts.push(rect(x, y(hour.requests), barWidth, y(ok) - y(hour.requests), 'bar-failed'));

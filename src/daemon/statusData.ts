@@ -3,11 +3,9 @@ import type { Db } from '../db/connect.ts';
 import { requestsByHour } from '../db/repos/ledger.ts';
 import { runErrors } from '../db/repos/runs.ts';
 import { mirrorStatus, type MirrorStatus } from '../sync/status.ts';
-import { canonicalTimestamp } from '../time.ts';
+import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
 import type { Readiness } from './readiness.ts';
 import type { ReplicaHealth } from './replica.ts';
-
-const HOUR_MS = 3_600_000;
 
 /** Requests of one clock hour (UTC). */
 export interface HourBar {
@@ -48,7 +46,7 @@ export async function loadStatusPageData(
 
 /** The ledger by clock hour over the last 24 h, every hour present (zeros included). */
 export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
-  const rows = await requestsByHour(db, now - 24 * HOUR_MS);
+  const rows = await requestsByHour(db, now - DAY_MS);
   const byHour = new Map(rows.map((r) => [Number(r.hour_ms), r]));
   const current = Math.floor(now / HOUR_MS) * HOUR_MS;
   return Array.from({ length: 24 }, (_, i) => {

@@ -1,4 +1,5 @@
 import type { ListName } from '../api/endpoints.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from '../time.ts';
 import { describePlan } from './describePlan.ts';
 import { escapeHtml } from './escapeHtml.ts';
 import { renderQuotaChart } from './quotaChart.ts';
@@ -35,7 +36,7 @@ export function renderStatusPage(data: StatusPageData): string {
     dl([
       ['Last sync pass', lastSync],
       ['Details waiting', s.freshness.detailsDue === 0 ? 'none' : `${num(s.freshness.detailsDue)} (oldest ${ago(s.freshness.oldestDueSince, now)})`],
-      ["Open tickets' details", s.freshness.medianOpenDetailAgeMinutes === null ? '—' : `${duration(s.freshness.medianOpenDetailAgeMinutes * 60_000)} old (median)`],
+      ["Open tickets' details", s.freshness.medianOpenDetailAgeMinutes === null ? '—' : `${duration(s.freshness.medianOpenDetailAgeMinutes * MINUTE_MS)} old (median)`],
     ]) +
       table(
         ['List', 'Last polled'],
@@ -65,7 +66,7 @@ export function renderStatusPage(data: StatusPageData): string {
   );
 
   const bf = s.backfill;
-  const eta = bf.remaining === 0 ? 'done' : bf.etaHours === null ? 'unknown: no budget left for it' : `about ${duration(bf.etaHours * 3_600_000)}`;
+  const eta = bf.remaining === 0 ? 'done' : bf.etaHours === null ? 'unknown: no budget left for it' : `about ${duration(bf.etaHours * HOUR_MS)}`;
   const backfill = card(
     'Backfill',
     `<p class="big">${percent(bf.fetched, bf.total)} <small>${num(bf.fetched)} of ${num(bf.total)} details fetched</small></p>` +
@@ -205,9 +206,8 @@ function ago(iso: string | null, now: number): string {
 
 /** A duration in the unit a person would use. */
 export function duration(ms: number): string {
-  const s = ms / 1000;
-  if (s < 90) return `${Math.round(s)} s`;
-  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
-  if (s < 48 * 3600) return `${(s / 3600).toFixed(1).replace(/\.0$/, '')} h`;
-  return `${(s / 86_400).toFixed(1).replace(/\.0$/, '')} days`;
+  if (ms < 90 * SECOND_MS) return `${Math.round(ms / SECOND_MS)} s`;
+  if (ms < 90 * MINUTE_MS) return `${Math.round(ms / MINUTE_MS)} min`;
+  if (ms < 2 * DAY_MS) return `${(ms / HOUR_MS).toFixed(1).replace(/\.0$/, '')} h`;
+  return `${(ms / DAY_MS).toFixed(1).replace(/\.0$/, '')} days`;
 }

@@ -1,3 +1,5 @@
+import { MINUTE_MS } from '../time.ts';
+
 /** The service's minimum length of a reply (spec, Endpoint 6), counted in characters once trimmed. */
 const MIN_REPLY_LENGTH = 3;
 
@@ -24,5 +26,5 @@ export const MAX_ATTEMPTS = 5;
  * at most 30 min. The wait also gives a service that lists a new message late the time to show it.
  */
 export function recheckDelayMs(attempts: number): number {
-  return Math.min(30 * 60_000, 60_000 * 2 ** Math.max(0, attempts - 1));
+  return Math.min(30 * MINUTE_MS, MINUTE_MS * 2 ** Math.max(0, attempts - 1));
 }

@@ -1,3 +1,4 @@
+import { HOUR_MS } from '../time.ts';
 import type { SimulatorModel } from './model.ts';
 import { Random } from './random.ts';
 import { PRIORITIES, type TicketListItem } from './types.ts';
@@ -60,7 +61,6 @@ export interface ActivityDriver {
   step(fromMs: number, toMs: number): AppliedMutation[];
 }
 
-const HOUR_MS = 3_600_000;
 const OFF_HOURS_WEIGHT = 0.05;
 /** The sum of a weekday's hourly weights: 10 working hours plus 14 quiet ones. */
 const WEEKDAY_WEIGHT = 10 + 14 * OFF_HOURS_WEIGHT;

@@ -1,3 +1,5 @@
+import { DAY_MS, MINUTE_MS } from '../time.ts';
+
 /**
  * The service's two request limits per authenticated user, as a pure function of (state, now):
  *
@@ -7,9 +9,6 @@
  *
  * Invariant: a rejected request consumes nothing, so a client hammering at the limit does not push its own window out.
  */
-
-const MINUTE_MS = 60_000;
-const DAY_MS = 24 * 60 * 60_000;
 
 export interface RateLimits {
   /** @default 60 */

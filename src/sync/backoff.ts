@@ -1,4 +1,4 @@
-import { MINUTE_MS } from './budget.ts';
+import { MINUTE_MS } from '../time.ts';
 
 /**
  * Exponential back-off, the one rule behind every "wait longer each time" in the daemon: `first` after one failure,

@@ -1,3 +1,5 @@
+import { DAY_MS, MINUTE_MS } from '../time.ts';
+
 /**
  * The quota budget, computed from the request ledger (`api_requests`), so a restart or a crash never resets it.
  *
@@ -13,8 +15,6 @@
  * Everything here is a pure function of (ledger, limits, now).
  */
 
-export const MINUTE_MS = 60_000;
-export const DAY_MS = 24 * 60 * MINUTE_MS;
 /** Sampled minutes below which the estimate of other clients' use is diluted (4 h). */
 const MIN_SAMPLED_MINUTES = 240;
 

@@ -17,8 +17,8 @@ import {
 } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { intOption } from '../options.ts';
-import { isoMicros } from '../time.ts';
-import { DAY_MS, type BudgetLimits } from './budget.ts';
+import { DAY_MS, isoMicros } from '../time.ts';
+import type { BudgetLimits } from './budget.ts';
 import { diffList } from './differ.ts';
 import { passStopOf, SyncEvents, type PassSummary } from './events.ts';
 import { BudgetGate } from './gate.ts';

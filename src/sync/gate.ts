@@ -4,8 +4,9 @@ import type { RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
 import { RateLimitedError } from '../errors.ts';
 import { intOption } from '../options.ts';
+import { DAY_MS, MINUTE_MS } from '../time.ts';
 import { backoffDelay, RATE_LIMIT_BACKOFF } from './backoff.ts';
-import { allowedPerMinute, budgetAt, DAY_MS, type BudgetLimits, type BudgetSnapshot, type LedgerSample } from './budget.ts';
+import { allowedPerMinute, budgetAt, type BudgetLimits, type BudgetSnapshot, type LedgerSample } from './budget.ts';
 
 /**
  * Where every request waits for its turn. The p-queue enforces the per-minute limit in real time (strict sliding
@@ -58,7 +59,7 @@ export class BudgetGate implements RequestGate {
     const perMinute = allowedPerMinute(options.limits);
     this.#queue = new PQueue({
       concurrency: intOption('concurrency', options.concurrency, 2),
-      ...(options.realTimeInterval === false ? {} : { intervalCap: perMinute, interval: 60_000, strict: true }),
+      ...(options.realTimeInterval === false ? {} : { intervalCap: perMinute, interval: MINUTE_MS, strict: true }),
     });
   }
 

@@ -1,5 +1,6 @@
 import { LIST_NAMES, type ListName } from '../api/endpoints.ts';
-import { DAY_MS, MINUTE_MS, type BudgetSnapshot } from './budget.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from '../time.ts';
+import type { BudgetSnapshot } from './budget.ts';
 
 /**
  * The planner: a pure function of (mirror state, budget, recent history, now) that decides what the next pass requests.
@@ -77,7 +78,6 @@ export const POLICY = {
 
 /** Width of the activity buckets of `PlannerHistory`. */
 export const BUCKET_MS = 30 * MINUTE_MS;
-const HOUR_MS = 60 * MINUTE_MS;
 const BUCKETS_PER_DAY = DAY_MS / BUCKET_MS;
 const HOURS_AHEAD = 24;
 /** Half hours of list activity the planner sees: eight days, so that the same hour a week ago is always complete. */
@@ -170,7 +170,7 @@ export function planPass(input: PlannerInput): Plan {
   // 1. Polls due by their interval (all four at once: a sweep, unless one failed last time).
   const due = LIST_NAMES.filter((l) => {
     const last = input.lists[l].lastPolledAt;
-    return last === null || now - last >= sweepMinutes * MINUTE_MS - 1_000;
+    return last === null || now - last >= sweepMinutes * MINUTE_MS - SECOND_MS;
   });
   const sweep = due.includes('resolved');
   let polls: ListName[] = sweep ? [...LIST_NAMES] : due;
@@ -240,7 +240,7 @@ function wakeAt(input: PlannerInput, sweepMinutes: number): number {
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
   for (const l of LIST_NAMES) {
     const last = input.lists[l].lastPolledAt;
-    candidates.push(last === null ? now : last + sweepMinutes * MINUTE_MS - 1_000);
+    candidates.push(last === null ? now : last + sweepMinutes * MINUTE_MS - SECOND_MS);
   }
   if (history.nextExpiryAt !== null) candidates.push(history.nextExpiryAt);
   // The first day of history ends: the hourly cap changes.

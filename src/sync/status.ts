@@ -4,8 +4,8 @@ import { loadSamples } from '../db/repos/ledger.ts';
 import { lastRun } from '../db/repos/runs.ts';
 import { rowCounts, ticketCounts } from '../db/repos/status.ts';
 import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
-import { canonicalTimestamp } from '../time.ts';
-import { budgetAt, DAY_MS, type BudgetSnapshot } from './budget.ts';
+import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
+import { budgetAt, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
 import type { ListName } from '../api/endpoints.ts';
 
@@ -73,7 +73,7 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
       outboxPending: m.pending,
       outboxFailed: m.failed,
     },
-    backfill: { fetched: Number(c.fetched), total, remaining, etaHours: eta === null ? null : Math.round((eta / 3_600_000) * 10) / 10 },
+    backfill: { fetched: Number(c.fetched), total, remaining, etaHours: eta === null ? null : Math.round((eta / HOUR_MS) * 10) / 10 },
     freshness: {
       detailsDue: Number(c.due),
       oldestDueSince: ts(c.oldest_due),

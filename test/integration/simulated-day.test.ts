@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { createActivityDriver } from '../../src/simulator/index.ts';
-import { DAY_MS } from '../../src/sync/budget.ts';
+import { DAY_MS } from '../../src/time.ts';
 import { freshPostgres, postgresUrl, type TestDatabase } from '../helpers/db.ts';
 import { TICK_MS, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 

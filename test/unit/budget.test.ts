@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { budgetAt, DAY_MS, MINUTE_MS, type LedgerSample } from '../../src/sync/budget.ts';
+import { budgetAt, type LedgerSample } from '../../src/sync/budget.ts';
+import { DAY_MS, MINUTE_MS } from '../../src/time.ts';
 
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
 const limits = { daily: 1440, minute: 60, reserve: 0.1 };

@@ -1,6 +1,7 @@
+import type { SQL } from 'drizzle-orm';
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
 import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../sync/planner.ts';
-import { isoMicros } from '../../time.ts';
+import { DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
@@ -8,11 +9,26 @@ import { queryRows, sql, type Tx } from '../connect.ts';
  * planner's policy (see sync/planner.ts); they live in SQL so that a mirror of any size is never loaded whole.
  */
 
-const FETCHABLE = sql`deleted_at is null and (detail_retry_after is null or detail_retry_after <= `;
+/** The ticket's retry back-off (see recordDetailFailure), if any, is over at `at`. */
+function backoffOver(at: string): SQL {
+  return sql`(detail_retry_after is null or detail_retry_after <= ${at}::timestamptz)`;
+}
+
+/**
+ * The ticket's detail may be fetched at `at`: not deleted, and not backing off. Due details skip the first test (see
+ * `pickDue`).
+ */
+function fetchable(at: string): SQL {
+  return sql`(deleted_at is null and ${backoffOver(at)})`;
+}
+
+/** A span in seconds, as an SQL literal, for arithmetic on `extract(epoch from …)`. */
+function seconds(ms: number): SQL {
+  return sql.raw(`${ms / SECOND_MS}.0`);
+}
 
 /** A detail younger than this is not revalidated. */
-export const REVALIDATE_MIN_AGE_MS = 3_600_000;
-
+export const REVALIDATE_MIN_AGE_MS = HOUR_MS;
 
 /** The list names as a Postgres array literal, for `= any(...)` and `unnest(...)`. */
 const LIST_ARRAY = `{${LIST_NAMES.join(',')}}`;
@@ -29,21 +45,21 @@ export async function countWork(tx: Tx, now: number): Promise<WorkCounts> {
   const [row] = await queryRows<{ due: number; backfill: number }>(
     tx,
     sql`select
-      (select count(*) from tickets where detail_due_since is not null
-        and (detail_retry_after is null or detail_retry_after <= ${at}::timestamptz))::int as due,
-      (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and deleted_at is null
-        and (detail_retry_after is null or detail_retry_after <= ${at}::timestamptz))::int as backfill`,
+      (select count(*) from tickets where detail_due_since is not null and ${backoffOver(at)})::int as due,
+      (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and ${fetchable(at)})::int as backfill`,
   );
   return { due: row?.due ?? 0, backfill: row?.backfill ?? 0 };
 }
 
-/** Tickets whose detail a list asked for, oldest request first. */
+/**
+ * Tickets whose detail a list asked for, oldest request first. Deleted ones are not skipped: one stays due only when a
+ * list showed it change after the request that found it gone (see markDeleted), and that is worth a second look.
+ */
 export async function pickDue(tx: Tx, now: number, limit: number): Promise<string[]> {
   if (limit <= 0) return [];
   const rows = await queryRows<{ id: string }>(
     tx,
-    sql`select id from tickets where detail_due_since is not null
-        and (detail_retry_after is null or detail_retry_after <= ${isoMicros(now)}::timestamptz)
+    sql`select id from tickets where detail_due_since is not null and ${backoffOver(isoMicros(now))}
         order by detail_due_since, id limit ${limit}`,
   );
   return rows.map((r) => r.id);
@@ -54,7 +70,7 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
   if (limit <= 0) return [];
   const rows = await queryRows<{ id: string }>(
     tx,
-    sql`select id from tickets where detail_synced_at is null and detail_due_since is null and ${FETCHABLE}${isoMicros(now)}::timestamptz)
+    sql`select id from tickets where detail_synced_at is null and detail_due_since is null and ${fetchable(isoMicros(now))}
         order by in_open desc, in_self desc, in_unassigned desc, created_at desc nulls last, id limit ${limit}`,
   );
   return rows.map((r) => r.id);
@@ -77,14 +93,14 @@ export async function pickRevalidate(tx: Tx, now: number, limit: number): Promis
     tx,
     sql`select id from tickets
         where detail_synced_at < ${isoMicros(now - REVALIDATE_MIN_AGE_MS)}::timestamptz and detail_due_since is null
-          and ${FETCHABLE}${at}::timestamptz)
+          and ${fetchable(at)}
         order by
           extract(epoch from (${at}::timestamptz - detail_synced_at))
           * (case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
           * (case when has_unread_messages then 1.5 else 1.0 end)
           * (1.0 + (case when greatest(last_contact_at, updated_at, created_at) is null then 0.0
               else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
-                - greatest(last_contact_at, updated_at, created_at)))) / 86400.0) end))
+                - greatest(last_contact_at, updated_at, created_at)))) / ${seconds(DAY_MS)}) end))
           desc,
           id
         limit ${limit}`,
@@ -112,13 +128,13 @@ export async function listStates(tx: Tx): Promise<Record<ListName, ListState>> {
  * See PlannerHistory.
  */
 export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistory> {
-  const dayAgo = now - 86_400_000;
-  const hourNow = Math.floor(now / 3_600_000);
+  const dayAgo = now - DAY_MS;
+  const hourNow = Math.floor(now / HOUR_MS);
   const bucketNow = Math.floor(now / BUCKET_MS);
   const [usage, activity] = await Promise.all([
     queryRows<{ hour: string | null; n: number; first_ms: string | null; retry_ms: string | null }>(
       tx,
-      sql`select floor(extract(epoch from at) / 3600)::bigint as hour,
+      sql`select floor(extract(epoch from at) / ${seconds(HOUR_MS)})::bigint as hour,
           count(*)::int as n,
           (extract(epoch from min(at)) * 1000)::bigint as first_ms, null::bigint as retry_ms
         from api_requests where at > ${isoMicros(dayAgo)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
@@ -129,7 +145,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     ),
     queryRows<{ bucket: string | null; n: number; polls: number; first_ms: string | null }>(
       tx,
-      sql`select floor(extract(epoch from at) / 1800)::bigint as bucket, sum(changes)::int as n, count(*)::int as polls, null::bigint as first_ms
+      sql`select floor(extract(epoch from at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::int as n, count(*)::int as polls, null::bigint as first_ms
         from list_polls
         where list = any(${LIST_ARRAY}::text[])
           and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
@@ -150,8 +166,8 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     }
     if (Number(u.hour) === hourNow) sentThisHour += u.n;
     // A request of clock hour H − 24 leaves the window in clock hour H.
-    const k = Number(u.hour) + 24 - hourNow;
-    freeing[Math.min(23, Math.max(0, k))]! += u.n;
+    const k = Number(u.hour) + DAY_MS / HOUR_MS - hourNow;
+    freeing[Math.min(freeing.length - 1, Math.max(0, k))]! += u.n;
     const first = Number(u.first_ms);
     if (oldest === null || first < oldest) oldest = first;
   }
@@ -165,7 +181,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     const k = bucketNow - Number(a.bucket);
     if (k < 0 || k >= changes.length) continue;
     changes[k]! += a.n;
-    if (k < 48) pollsLastDay += a.polls;
+    if (k < DAY_MS / BUCKET_MS) pollsLastDay += a.polls;
   }
   return {
     changes,
@@ -174,7 +190,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     freeing,
     sentThisHour,
     // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (see sync/budget.ts).
-    nextExpiryAt: oldest === null ? null : oldest + 86_400_000,
+    nextExpiryAt: oldest === null ? null : oldest + DAY_MS,
     nextRetryAt,
   };
 }
