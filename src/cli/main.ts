@@ -1,5 +1,8 @@
 import { CommanderError } from 'commander';
+import type { LogLevel } from '../config/loadConfig.ts';
+import { createLogger, type Logger } from '../logger.ts';
 import { EXIT } from './exit.ts';
+import { installProcessGuards } from './processGuards.ts';
 import { buildProgram, reportFailure } from './program.ts';
 
 /** The entry point of `ticket-mirror` (bin/ticket-mirror.js, and dist/cli/main.js in the Docker image). */
@@ -16,5 +19,14 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** The guards' logger, before (and whatever) the configuration says: LOG_LEVEL when pino knows it, else info. */
+function guardLogger(level: string | undefined): Logger {
+  try {
+    return createLogger((level?.trim() || 'info') as LogLevel);
+  } catch {
+    return createLogger('info');
+  }
+}
 
+installProcessGuards(guardLogger(process.env.LOG_LEVEL));
 await main(process.argv);

@@ -89,25 +89,38 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     '/': async () => ({ status: 302, type: TEXT, body: 'see /status\n', headers: { location: '/status' } }),
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const route = routes[path];
-    let answer: Answer;
-    if (!route) answer = { status: 404, type: TEXT, body: 'not found: try /status, /metrics, /healthz or /readyz\n' };
-    else if (req.method !== 'GET' && req.method !== 'HEAD') answer = { status: 405, type: TEXT, body: 'only GET\n', headers: { allow: 'GET, HEAD' } };
-    else {
-      try {
-        answer = await route();
-      } catch (error) {
-        o.logger.warn({ path, err: coerceError(error).message }, 'status server: could not answer');
-        answer = { status: 503, type: TEXT, body: `unavailable: ${coerceError(error).message}\n` };
-      }
+  const answerFor = async (req: IncomingMessage): Promise<Answer> => {
+    const path = requestPath(req.url);
+    if (path === null) return { status: 400, type: TEXT, body: 'bad request target\n' };
+    const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
+    if (!route) return { status: 404, type: TEXT, body: 'not found: try /status, /metrics, /healthz or /readyz\n' };
+    if (req.method !== 'GET' && req.method !== 'HEAD') return { status: 405, type: TEXT, body: 'only GET\n', headers: { allow: 'GET, HEAD' } };
+    try {
+      return await route();
+    } catch (error) {
+      o.logger.warn({ path, err: coerceError(error).message }, 'status server: could not answer');
+      return { status: 503, type: TEXT, body: `unavailable: ${coerceError(error).message}\n` };
     }
-    res.writeHead(answer.status, { 'content-type': answer.type, 'cache-control': 'no-store', ...answer.headers });
-    res.end(req.method === 'HEAD' ? undefined : answer.body);
   };
 
-  const server = createServer((req, res) => void handle(req, res));
+  // Everything a request can make throw is inside this promise's chain, and the chain ends in a catch: a request,
+  // however malformed, is answered or its socket closed, and never becomes an unhandled rejection (which would end
+  // the process).
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    answerFor(req)
+      .then((answer) => {
+        res.writeHead(answer.status, { 'content-type': answer.type, 'cache-control': 'no-store', ...answer.headers });
+        res.end(req.method === 'HEAD' ? undefined : answer.body);
+      })
+      .catch((error: unknown) => {
+        o.logger.warn({ err: coerceError(error).message }, 'status server: request failed');
+        if (res.headersSent) res.destroy();
+        else res.writeHead(500, { 'content-type': TEXT, connection: 'close' }).end('internal error\n');
+      })
+      .catch(() => res.destroy());
+  };
+
+  const server = createServer(handle);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {
@@ -132,4 +145,17 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       return closed;
     },
   };
+}
+
+/**
+ * The path of a request target, without its query; null for a target this server cannot route. The origin form
+ * (`/path?query`) is cut, not parsed: `new URL('//', base)` would read `//` as an empty authority and throw. The
+ * absolute form (`http://host/path`) is parsed, and refused when it does not parse; `*` and the authority form are
+ * refused.
+ */
+export function requestPath(target: string | undefined): string | null {
+  if (!target) return null;
+  if (target.startsWith('/')) return target.replace(/[?#][\s\S]*$/, '');
+  if (!/^https?:\/\//i.test(target) || !URL.canParse(target)) return null;
+  return new URL(target).pathname;
 }

@@ -35,6 +35,8 @@ export function createStorageHandler(
 }
 
 function storageAnswer(model: SimulatorModel, now: number, req: IncomingMessage): Answer {
+  // `demo` serves this in the daemon's own process: a target `new URL` refuses (`//`) must not throw out of the handler.
+  if (!URL.canParse(req.url ?? '/', 'http://storage.invalid')) return denied(400, 'InvalidURI', "Couldn't parse the specified URI.");
   const url = new URL(req.url ?? '/', 'http://storage.invalid');
   const match = FILES.exec(url.pathname);
   if (!match || (req.method !== 'GET' && req.method !== 'HEAD')) return denied(404, 'NoSuchKey', 'Not Found');

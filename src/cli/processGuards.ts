@@ -1,0 +1,26 @@
+import { scrubSecrets, type Logger } from '../logger.ts';
+import { EXIT } from './exit.ts';
+
+/**
+ * The process-wide policy for errors nothing caught, installed once at the composition root (main.ts). Without it
+ * Node ends the process on an unhandled rejection (exit 1, a stack on stderr, no log line): one request to the
+ * status server used to take the whole daemon down that way.
+ *
+ * - An unhandled rejection is a bug in a fire-and-forget promise: the work it belonged to has failed, but the event
+ *   loop is intact and the daemon's own loop recovers from failed passes. Logged as an error, and the process goes on.
+ * - An uncaught exception may have left a synchronous operation half done, and Node's documentation says resuming
+ *   after one is unsafe: logged as fatal with its reason, and the process exits 1 on purpose. A supervisor restarts
+ *   it; the embedded database's lock is taken over from the dead pid.
+ *
+ * Both go through the redacting logger, so no secret reaches the line.
+ */
+export function installProcessGuards(logger: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
+  process.on('unhandledRejection', (reason) => {
+    logger.error({ err: reason }, 'unhandled promise rejection (a bug): logged, the process carries on');
+  });
+  process.on('uncaughtException', (error, origin) => {
+    logger.fatal({ err: error, origin }, 'uncaught exception (a bug): exiting with code 1');
+    if (!logger.isLevelEnabled('fatal')) process.stderr.write(scrubSecrets(`ticket-mirror: uncaught exception, exiting: ${error?.message ?? String(error)}\n`));
+    exit(EXIT.failure);
+  });
+}

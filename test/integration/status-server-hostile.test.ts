@@ -1,0 +1,129 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.ts';
+import { loadConfig } from '../../src/config/loadConfig.ts';
+import { startService, type Service } from '../../src/daemon/service.ts';
+import { createLogger } from '../../src/logger.ts';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { freshPglite, type TestDatabase } from '../helpers/db.ts';
+import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+
+/**
+ * Whatever arrives on the status server's port — a request target `new URL` refuses, a header far too large, a TLS
+ * handshake on the plain port, a method it does not serve — gets an HTTP answer or a closed socket, and the server
+ * (and the process) go on answering /healthz.
+ */
+
+/** Writes `bytes` on a fresh connection and resolves with everything the server sent before it closed. */
+async function exchange(port: number, bytes: string | Buffer): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {}); // a reset after the answer is a closed socket too
+  await once(socket, 'connect');
+  socket.write(bytes);
+  // The answer says `Connection: close` (or the server gives up on the bytes), so the server ends the connection.
+  socket.setTimeout(10_000, () => socket.destroy(new Error('the server neither answered nor closed within 10 s')));
+  await once(socket, 'close');
+  return Buffer.concat(chunks).toString('latin1');
+}
+
+const statusLine = (answer: string) => answer.split('\r\n', 1)[0];
+
+/** The first bytes of a TLS 1.2 ClientHello, as a browser sends them to https://host:9464. */
+const CLIENT_HELLO = Buffer.from(
+  '16030100a5010000a10303' + '00'.repeat(32) + '000020c02bc02fc02cc030cca9cca8c009c013c00ac014009c009d002f0035c012000a0100005800000014',
+  'hex',
+);
+
+const HOSTILE: Array<{ what: string; bytes: string | Buffer; answer: RegExp }> = [
+  { what: 'GET //', bytes: 'GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 404 / },
+  { what: 'a port new URL refuses', bytes: 'GET //:99999/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 404 / },
+  { what: 'an unclosed IPv6 authority', bytes: 'GET //[::1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 404 / },
+  { what: 'user info in the target', bytes: 'GET //a@b:c/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 404 / },
+  { what: 'a broken absolute-form target', bytes: 'GET http://[/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 400 / },
+  { what: 'the asterisk form', bytes: 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 400 / },
+  { what: 'a 100 kB header', bytes: `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`, answer: /^HTTP\/1\.1 431 / },
+  { what: 'TLS bytes on the plain port', bytes: CLIENT_HELLO, answer: /^(HTTP\/1\.1 400 .*)?$/ },
+  { what: 'a method nobody knows', bytes: 'BREW /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 400 / },
+  { what: 'POST with a body', bytes: 'POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello', answer: /^HTTP\/1\.1 405 / },
+  { what: 'PUT where nothing is', bytes: 'PUT /nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 404 / },
+  { what: 'DELETE on the status page', bytes: 'DELETE /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 405 / },
+  { what: 'garbage', bytes: Buffer.from([0, 1, 2, 255, 254, 13, 10, 13, 10]), answer: /^(HTTP\/1\.1 400 .*)?$/ },
+];
+
+describe('the status server under hostile input', () => {
+  let sim: RunningSimulator;
+  let database: TestDatabase;
+  let service: Service;
+  let port: number;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 52, openTickets: 2, resolvedTickets: 2 });
+    database = await freshPglite();
+    const config = loadConfig(
+      { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, HTTP_PORT: String(await freePort()), PGLITE_PORT: '0' },
+      { dotenv: false },
+    );
+    service = await startService({ config, database, logger: createLogger('silent'), clock: systemClock });
+    port = service.http!.port;
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await sim?.close();
+    await database?.destroy();
+  });
+
+  it.each(HOSTILE)('answers $what with an HTTP error or a closed socket, and /healthz still answers', async ({ bytes, answer }) => {
+    expect(statusLine(await exchange(port, bytes))).toMatch(answer);
+    const healthz = await fetch(`${service.http!.url}/healthz`);
+    expect([healthz.status, await healthz.text()]).toEqual([200, 'ok\n']);
+  });
+
+  it('serves the absolute form of a good target', async () => {
+    const answer = await exchange(port, `GET http://127.0.0.1:${port}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(statusLine(answer)).toBe('HTTP/1.1 200 OK');
+    expect(answer).toMatch(/\r\n\r\n(3\r\n)?ok\n/); // chunked or not
+  });
+});
+
+describe('run under a request that used to kill it', { timeout: 120_000 }, () => {
+  let sim: RunningSimulator;
+  let run: RunProcess | undefined;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 53, openTickets: 2, resolvedTickets: 2 });
+  });
+  afterAll(async () => {
+    await run?.dispose();
+    await sim?.close();
+  });
+
+  it('answers GET // with 404 and goes on running and answering /healthz', async () => {
+    const httpPort = await freePort();
+    run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_PORT: '0', HTTP_PORT: String(httpPort), LOG_LEVEL: 'info' });
+    const r = run;
+    await waitUntil('the status server answers', async () => (await get(`${r.httpUrl}/healthz`))?.status === 200, 60_000, r);
+    for (const target of ['//', '//:99999/x', 'http://[/']) {
+      expect(statusLine(await exchange(httpPort, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`))).toMatch(/^HTTP\/1\.1 40[04] /);
+    }
+    expect(await get(`${r.httpUrl}/healthz`)).toEqual({ status: 200, body: 'ok\n' });
+    expect(r.child.exitCode).toBeNull();
+    expect(r.output()).not.toContain('Invalid URL');
+  }, 100_000);
+});
+
+describe("the simulator's storage origin (served inside the `demo` process)", () => {
+  let sim: RunningSimulator;
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 54, openTickets: 1, resolvedTickets: 0 });
+  });
+  afterAll(async () => sim?.close());
+
+  it('answers a target new URL refuses with 400 and goes on serving', async () => {
+    const port = Number(new URL(sim.storageUrl).port);
+    expect(statusLine(await exchange(port, 'GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toBe('HTTP/1.1 400 Bad Request');
+    expect((await fetch(`${sim.storageUrl}/files/x/y`)).status).toBe(403);
+  });
+});
