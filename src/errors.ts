@@ -1,3 +1,5 @@
+import { DrizzleQueryError } from 'drizzle-orm';
+
 /**
  * The few named errors of ticket-mirror. Each sets `name` and chains `cause`; the CLI maps them to exit codes
  * (ConfigError and AuthError → 2, everything else → 1).
@@ -122,4 +124,68 @@ const WRITE_DATA_CLASSES: ReadonlySet<string> = new Set(['21', '22', '23', '27',
 export function isWriteDataError(error: unknown): boolean {
   const state = sqlStateOf(error);
   return state !== null && WRITE_DATA_CLASSES.has(state.slice(0, 2));
+}
+
+/**
+ * A database error, told safely: the database's own message, its SQLSTATE and what was being written (the ticket),
+ * nothing else. Unlike the other errors it does not chain `cause`: drizzle's DrizzleQueryError lists every bound
+ * parameter in its message (names, e-mails, message text), and whatever holds it may end up in `sync_runs.error`, a
+ * log line, `/readyz` or the status page, none of which has authentication. The stack keeps the original's frames.
+ */
+export class DatabaseError extends Error {
+  override name = 'DatabaseError';
+  constructor(
+    message: string,
+    readonly sqlState: string | null,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * What may be stored and shown of any error (see DatabaseError): for a database error "<the database's message>
+ * (SQLSTATE xxxxx)" — or the underlying cause's message when the driver gave no SQLSTATE (a lost connection) — and for
+ * anything else its message.
+ */
+export function safeErrorMessage(error: unknown): string {
+  if (error instanceof DatabaseError) return error.message;
+  const state = sqlStateOf(error);
+  if (state !== null) {
+    // The link that carries the code: the driver's error, whose message is the database's own.
+    const dbError = chain(error).find((e) => (e as { code?: unknown }).code === state) as { message?: unknown };
+    return `${withoutValues(String(dbError.message ?? 'database error'), state)} (SQLSTATE ${state})`;
+  }
+  const query = chain(error).findLast((e) => e instanceof DrizzleQueryError);
+  if (query) return query.cause === undefined ? 'a database query failed' : safeErrorMessage(query.cause);
+  return coerceError(error).message;
+}
+
+/** `error` as it may travel: a database error becomes a DatabaseError (see safeErrorMessage), prefixed with `context`. */
+export function safeError(error: unknown, context?: string): Error {
+  if (error instanceof DatabaseError && context === undefined) return error;
+  const e = coerceError(error);
+  const state = sqlStateOf(e);
+  if (state === null && !chain(e).some((link) => link instanceof DrizzleQueryError)) return e;
+  const safe = new DatabaseError(`${context ? `${context}: ` : ''}${safeErrorMessage(e)}`, state);
+  // The frames say where it failed; the original's first lines hold its (unsafe) message.
+  const frames = (e.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line));
+  if (frames.length > 0) safe.stack = `${safe.name}: ${safe.message}\n${frames.join('\n')}`;
+  return safe;
+}
+
+/** An error and its causes, outermost first. */
+function chain(error: unknown): object[] {
+  const out: object[] = [];
+  for (let e: unknown = error; typeof e === 'object' && e !== null && out.length < 8; e = (e as { cause?: unknown }).cause) out.push(e);
+  return out;
+}
+
+/**
+ * The first line of a database's message. PostgreSQL quotes the offending value in some data exceptions (`invalid
+ * input syntax for type integer: "…"`, `value "…" is out of range`): that value is the ticket's content, so it goes.
+ */
+function withoutValues(message: string, state: string): string {
+  const text = message.split('\n')[0]!.slice(0, 300);
+  if (!state.startsWith('22')) return text;
+  return text.replace(/: "(?:[^"]|"")*"$/, ': "…"').replace(/\bvalue "(?:[^"]|"")*"/g, 'value "…"');
 }

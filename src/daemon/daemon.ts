@@ -1,6 +1,6 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Clock } from '../clock.ts';
-import { AuthError, coerceError } from '../errors.ts';
+import { AuthError, coerceError, safeError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { AUTH_BACKOFF, backoffDelay, FAILURE_BACKOFF, type BackoffPolicy } from '../sync/backoff.ts';
 import type { SyncEngine } from '../sync/engine.ts';
@@ -61,7 +61,7 @@ export class Daemon {
       this.#o.logger.info({ plan: plan.daily }, describePlan(plan, { backfill, reserve: this.#o.engine.limits.reserve }));
     } catch (error) {
       // The first tick meets the same trouble and backs off; the plan is only shown.
-      this.#o.logger.warn({ err: coerceError(error).message }, 'could not compute the plan');
+      this.#o.logger.warn({ err: safeErrorMessage(error) }, 'could not compute the plan');
     }
     void this.tick();
   }
@@ -86,7 +86,8 @@ export class Daemon {
       }
       if (summary.stoppedBy === 'rate_limited') this.#notBefore = this.#o.engine.gate.snapshot().nextSlotAt;
     } catch (error) {
-      const e = coerceError(error);
+      // Its message becomes /readyz's reason and a log line: a database error's is told safely (see DatabaseError).
+      const e = safeError(error);
       if (this.#signal.aborted) {
         this.#o.logger.info({ reason: coerceError(this.#signal.reason).message }, 'sync pass interrupted');
         return;
@@ -103,7 +104,8 @@ export class Daemon {
     try {
       await this.#o.afterPass?.(this.#signal);
     } catch (error) {
-      this.#o.logger.error({ err: coerceError(error).message }, 'after-pass work failed');
+      // The outbox's writes carry reply text: a database error is told without its parameters.
+      this.#o.logger.error({ err: safeErrorMessage(error) }, 'after-pass work failed');
     }
   }
 

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
 import { ping } from '../db/repos/status.ts';
-import { coerceError } from '../errors.ts';
+import { coerceError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { mirrorStatus } from '../sync/status.ts';
 import type { DaemonMetrics } from './metrics.ts';
@@ -65,7 +65,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     try {
       return await Promise.race([ping(o.db).then(() => null), timeout]);
     } catch (error) {
-      return coerceError(error).message;
+      return safeErrorMessage(error);
     } finally {
       clearTimeout(timer);
     }
@@ -98,8 +98,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     try {
       return await route();
     } catch (error) {
-      o.logger.warn({ path, err: coerceError(error).message }, 'status server: could not answer');
-      return { status: 503, type: TEXT, body: `unavailable: ${coerceError(error).message}\n` };
+      o.logger.warn({ path, err: safeErrorMessage(error) }, 'status server: could not answer');
+      return { status: 503, type: TEXT, body: `unavailable: ${safeErrorMessage(error)}\n` };
     }
   };
 

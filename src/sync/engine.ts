@@ -13,10 +13,13 @@ import {
   isWriteDataError,
   NotFoundError,
   RequestRejectedError,
+  safeError,
+  safeErrorMessage,
   TransientError,
 } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { intOption } from '../options.ts';
+import { storableText } from '../text.ts';
 import { DAY_MS, isoMicros } from '../time.ts';
 import type { BudgetLimits } from './budget.ts';
 import { diffList } from './differ.ts';
@@ -142,7 +145,8 @@ export class SyncEngine {
     try {
       await this.#runPlan(plan, summary);
     } catch (error) {
-      const e = coerceError(error);
+      // Told safely: a database error's message would list the ticket's content (see DatabaseError).
+      const e = safeError(error);
       summary.errors.push(e.message);
       summary.stoppedBy = passStopOf(e);
       // A throttled or troubled service ends the pass quietly (the summary says why); anything else is the caller's.
@@ -231,7 +235,7 @@ export class SyncEngine {
     } catch (error) {
       // A value the database refuses fails this list's write (rolled back whole), not the pass.
       if (isWriteDataError(error)) {
-        this.#listFailed(list, coerceError(error), summary);
+        this.#listFailed(list, safeError(error), summary);
         return false;
       }
       throw error;
@@ -284,12 +288,13 @@ export class SyncEngine {
         isWriteDataError(e)
       ) {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
-        summary.errors.push(`ticket ${id}: ${e.message}`);
-        this.#o.logger.warn({ ticket: id, err: e.message }, 'ticket detail not stored; will retry later');
-        this.events.safeEmit('detail:failed', { id, error: e });
+        const told = safeErrorMessage(e);
+        summary.errors.push(`ticket ${id}: ${told}`);
+        this.#o.logger.warn({ ticket: id, err: told }, 'ticket detail not stored; will retry later');
+        this.events.safeEmit('detail:failed', { id, error: safeError(e) });
         return;
       }
-      throw e;
+      throw safeError(e, `ticket ${id}`);
     }
   }
 
@@ -300,7 +305,7 @@ export class SyncEngine {
     // Ledger rows are written in order; a failed write is logged, never allowed to break the request's caller.
     this.#pendingLedger = this.#pendingLedger
       .then(() => insertRequest(this.#o.db, entry))
-      .catch((error: unknown) => this.#o.logger.error({ err: coerceError(error).message }, 'could not record a request in api_requests'));
+      .catch((error: unknown) => this.#o.logger.error({ err: safeErrorMessage(error) }, 'could not record a request in api_requests'));
     return this.#pendingLedger;
   }
 
@@ -313,7 +318,8 @@ export class SyncEngine {
         requests: summary.requests,
         ticketsChanged: summary.ticketsChanged,
         detailsFetched: summary.detailsFetched,
-        error: summary.errors.length > 0 ? summary.errors.join('; ').slice(0, 4000) : null,
+        // An API's error text may hold a NUL, which PostgreSQL refuses even here.
+        error: summary.errors.length > 0 ? storableText(summary.errors.join('; ').slice(0, 4000)) : null,
       });
     }
     const budget = this.gate.snapshot(summary.finishedAt);

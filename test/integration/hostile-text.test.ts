@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Daemon } from '../../src/daemon/daemon.ts';
+import { logPasses } from '../../src/daemon/compose.ts';
+import { readiness } from '../../src/daemon/readiness.ts';
 import { queryRows, sql } from '../../src/db/connect.ts';
+import { createLogger } from '../../src/logger.ts';
+import { SyncEngine } from '../../src/sync/engine.ts';
+import type { PassSummary } from '../../src/sync/events.ts';
 import { storableJson } from '../../src/text.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, mirrorAsTruth, truthOf, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
@@ -80,5 +86,98 @@ describe.each(backends)('hostile text on $name', { timeout: 180_000 }, ({ open }
     const truth = (truthOf(m.sim) as Array<{ id: string }>).filter((t) => t.id !== victim);
     const mirror = (await mirrorAsTruth(m.db)) as Array<{ id: string }>;
     expect(mirror.filter((t) => t.id !== victim)).toEqual(truth);
+  });
+});
+
+/**
+ * drizzle's error message lists every bound parameter: a refused write must be told by the database's message, its
+ * SQLSTATE and the ticket, in `sync_runs.error`, the pass summary, the log and `/readyz`, never with the ticket's content.
+ */
+describe.each(backends)('a refused write, told without the ticket\'s content, on $name', { timeout: 180_000 }, ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+  let log: string;
+  let engine: SyncEngine;
+  let victim: string;
+  /** What the victim's rows carry, which the failing statements had as parameters. */
+  let content: string[];
+
+  async function refuseVictim(raise: string): Promise<void> {
+    await m.db.execute(sql.raw(`create function tm_test_refuse() returns trigger language plpgsql as $$ begin ${raise}; end $$`));
+    await m.db.execute(
+      sql.raw(`create trigger tm_test_refuse before insert or update on messages for each row
+        when (new.ticket_id = '${victim}') execute function tm_test_refuse()`),
+    );
+  }
+
+  beforeEach(async () => {
+    database = await open();
+    m = await virtualMirror(database);
+    log = '';
+    const logger = createLogger('info', { write: (line: string) => void (log += line) });
+    engine = new SyncEngine({
+      db: m.db,
+      apiUrl: m.sim.url,
+      apiToken: m.sim.token,
+      clock: m.clock,
+      limits: { daily: 1440, minute: 60, reserve: 0.1 },
+      logger,
+      realTime: false,
+      sleep: async (ms) => void m.clock.advance(ms),
+    });
+    logPasses(engine, logger);
+    const ticket = m.sim.model.newTicket({
+      name: 'Quentin Zebulon-Marchetti',
+      email: 'quentin.zm@customer.example',
+      message: 'My account number is 7731-0092, please call me back',
+      attachments: 0,
+    });
+    victim = ticket.id;
+    content = [ticket.name, ticket.email, ...ticket.messages.map((msg) => msg.message)];
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  const runErrors = async () =>
+    (await queryRows<{ error: string }>(m.db, sql`select error from sync_runs where error is not null`)).map((r) => r.error);
+
+  it('a write refused for one ticket: SQLSTATE and ticket id in sync_runs, the summary and the log, no content', async () => {
+    await refuseVictim(`raise exception 'refused by the test trigger'`);
+    const summaries: PassSummary[] = [];
+    for (let i = 0; i < 200 && !summaries.some((s) => s.errors.length > 0); i++) {
+      summaries.push(await engine.pass());
+      m.clock.advance(15_000);
+    }
+    const errors = summaries.flatMap((s) => s.errors);
+    expect(errors).toEqual([`ticket ${victim}: refused by the test trigger (SQLSTATE P0001)`]);
+    expect(await runErrors()).toEqual(errors);
+    const lines = log.split('\n').filter((line) => line.includes(victim));
+    expect(lines.map((line) => JSON.parse(line).msg)).toEqual(['ticket detail not stored; will retry later', 'sync pass']);
+    for (const line of lines) expect(line).toContain('(SQLSTATE P0001)');
+    for (const text of [log, ...errors, ...(await runErrors())]) {
+      for (const c of content) expect(text).not.toContain(c);
+      expect(text).not.toMatch(/params:|insert into/i);
+    }
+  });
+
+  it('a database that cannot write ends the pass: its reason in /readyz, the log and sync_runs is told safely', async () => {
+    await refuseVictim(`raise exception using errcode = '53100', message = 'could not extend file: No space left on device'`);
+    const daemon = new Daemon({ engine, clock: m.clock, logger: createLogger('info', { write: (line: string) => void (log += line) }) });
+    for (let i = 0; i < 200 && daemon.health.state !== 'failing'; i++) {
+      await daemon.tick();
+      m.clock.advance(15_000);
+    }
+    const told = `ticket ${victim}: could not extend file: No space left on device (SQLSTATE 53100)`;
+    expect(daemon.health).toMatchObject({ state: 'failing', reason: told });
+    expect(readiness({ role: 'leader', ...daemon.health }, null).reason).toBe(`last sync pass failed: ${told}`);
+    expect(await runErrors()).toEqual([told]);
+    expect(log).toContain('"msg":"sync pass failed"');
+    expect(log).toContain(told);
+    for (const text of [log, ...(await runErrors())]) {
+      for (const c of content) expect(text).not.toContain(c);
+      expect(text).not.toMatch(/params:|insert into/i);
+    }
   });
 });

@@ -1,5 +1,6 @@
+import { DrizzleQueryError } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { isWriteDataError, sqlStateOf } from '../../src/errors.ts';
+import { DatabaseError, isWriteDataError, safeError, safeErrorMessage, sqlStateOf } from '../../src/errors.ts';
 
 /** A driver error as pg and PGlite throw it, wrapped as drizzle wraps it. */
 function wrapped(code: string, message = 'refused'): Error {
@@ -48,5 +49,55 @@ describe('isWriteDataError', () => {
   it('is false without a SQLSTATE (a lost connection, a bug)', () => {
     expect(isWriteDataError(new Error('Connection terminated unexpectedly'))).toBe(false);
     expect(isWriteDataError(new TypeError('x is undefined'))).toBe(false);
+  });
+});
+
+/** What drizzle throws: its message lists the query and every bound parameter. */
+function drizzleError(cause: unknown): DrizzleQueryError {
+  return new DrizzleQueryError('insert into messages (id, message) values ($1, $2)', ['m1', 'Dear support, my card 4111 …'], cause as Error);
+}
+const pgError = (code: string, message: string) => Object.assign(new Error(message), { code, detail: 'Key (id)=(m1) …' });
+
+describe('safeErrorMessage', () => {
+  it("tells the database's message and SQLSTATE, never drizzle's parameters", () => {
+    const told = safeErrorMessage(drizzleError(pgError('P0001', 'refused by the test trigger')));
+    expect(told).toBe('refused by the test trigger (SQLSTATE P0001)');
+  });
+
+  it.each([
+    ['22P02', 'invalid input syntax for type integer: "Dear support"', 'invalid input syntax for type integer: "…" (SQLSTATE 22P02)'],
+    ['22003', 'value "99999999999 Dear" is out of range for type integer', 'value "…" is out of range for type integer (SQLSTATE 22003)'],
+    ['22021', 'invalid byte sequence for encoding "UTF8": 0x00', 'invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)'],
+    ['23505', 'duplicate key value violates unique constraint "messages_pkey"', 'duplicate key value violates unique constraint "messages_pkey" (SQLSTATE 23505)'],
+  ])('drops the values a data exception quotes (%s)', (code, message, told) => {
+    expect(safeErrorMessage(drizzleError(pgError(code, message)))).toBe(told);
+  });
+
+  it("tells a lost connection by the driver's message", () => {
+    expect(safeErrorMessage(drizzleError(new Error('Connection terminated unexpectedly')))).toBe('Connection terminated unexpectedly');
+    expect(safeErrorMessage(new DrizzleQueryError('select $1', ['secret'], undefined as unknown as Error))).toBe('a database query failed');
+  });
+
+  it('leaves any other error as it is', () => {
+    expect(safeErrorMessage(new Error('the API answered 500'))).toBe('the API answered 500');
+    expect(safeErrorMessage('oops')).toBe('oops');
+  });
+});
+
+describe('safeError', () => {
+  it('turns a database error into a DatabaseError with context, SQLSTATE and the frames, not the parameters', () => {
+    const original = drizzleError(pgError('53100', 'could not extend file: No space left on device'));
+    const e = safeError(original, 'ticket Ab12');
+    expect(e).toBeInstanceOf(DatabaseError);
+    expect(e).toMatchObject({ name: 'DatabaseError', sqlState: '53100', message: 'ticket Ab12: could not extend file: No space left on device (SQLSTATE 53100)' });
+    expect(e.cause).toBeUndefined();
+    expect(e.stack).toMatch(/^DatabaseError: ticket Ab12: could not extend file/);
+    expect(e.stack).toMatch(/\n\s+at /);
+    expect(`${e.stack} ${JSON.stringify(e)}`).not.toMatch(/Dear support|params|insert into/);
+  });
+
+  it('returns any other error unchanged', () => {
+    const e = new TypeError('x is undefined');
+    expect(safeError(e, 'ticket Ab12')).toBe(e);
   });
 });
