@@ -1,6 +1,6 @@
 import { isObject } from '../api/client.ts';
 import { msOption } from '../options.ts';
-import type { MessageRow } from '../sync/mapping.ts';
+import type { MessageRow } from '../model/detail.ts';
 import { toEpochMicros } from '../time.ts';
 import { replyText } from './states.ts';
 

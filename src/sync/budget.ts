@@ -1,3 +1,4 @@
+import type { LedgerSample } from '../model/ledgerSample.ts';
 import { DAY_MS, MINUTE_MS } from '../time.ts';
 
 /**
@@ -23,16 +24,6 @@ export interface BudgetLimits {
   minute: number;
   /** Fraction of both limits left unused. */
   reserve: number;
-}
-
-export interface LedgerSample {
-  at: number;
-  /** HTTP status, when a response arrived: a 429 says nothing of other clients (its Retry-After is obeyed instead). */
-  status?: number | null;
-  /** Server's x-ratelimit-remaining after this request, when known. */
-  remaining: number | null;
-  /** Server's x-ratelimit-limit, when known. */
-  limit: number | null;
 }
 
 export interface BudgetSnapshot {

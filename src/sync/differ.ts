@@ -1,5 +1,6 @@
 import type { ListName } from '../api/endpoints.ts';
-import type { ListItem } from './mapping.ts';
+import type { ListDiff, ListItem, ListMirror, ListRowWrite } from '../model/lists.ts';
+import { emptyState, sameState, trackedOf, type MirrorTicket, type TrackedState } from '../model/ticketState.ts';
 
 /**
  * The differ: one list response against the mirror, as a pure function. It returns what to write; the writer
@@ -17,71 +18,7 @@ export const FLAG: Record<ListName, 'inOpen' | 'inSelf' | 'inUnassigned' | 'inRe
   resolved: 'inResolved',
 };
 
-/** The state `ticket_history` tracks: a new row whenever any of it changes. */
-export interface TrackedState {
-  status: string | null;
-  priority: string | null;
-  assignedTo: unknown;
-  inOpen: boolean;
-  inSelf: boolean;
-  inUnassigned: boolean;
-  inResolved: boolean;
-}
-
-/** What the differ needs of a mirrored ticket. Timestamps are canonical strings. */
-export interface MirrorTicket extends TrackedState {
-  id: string;
-  name: string | null;
-  email: string | null;
-  hasUnreadMessages: boolean | null;
-  createdAt: string | null;
-  detailDueSince: string | null;
-  missingSince: string | null;
-  deletedAt: string | null;
-  stateSeenAt: string | null;
-}
-
-/** A ticket row as the list leaves it. `seen` rows were in the list; the others just left it. */
-export interface ListRowWrite {
-  id: string;
-  isNew: boolean;
-  seen: boolean;
-  name: string | null;
-  email: string | null;
-  status: string | null;
-  hasUnreadMessages: boolean | null;
-  createdAt: string | null;
-  flag: boolean;
-  /** The detail is due from this poll on. */
-  due: boolean;
-  /** The tracked state changed: a history row, with `changedAfter` the last time the old state was observed. */
-  newState: TrackedState | null;
-  changedAfter: string | null;
-}
-
-export interface ListDiff {
-  list: ListName;
-  at: string;
-  /** New or changed tickets, and tickets that left the list. */
-  writes: ListRowWrite[];
-  /** Listed tickets with nothing new: only `last_seen_at` and `state_seen_at` move. */
-  unchanged: string[];
-  /** Count of list-visible changes (new tickets, changed fields, joins and leaves); 0 on a list's first poll. */
-  changes: number;
-}
-
 const LIST_FIELDS = ['name', 'email', 'status', 'hasUnreadMessages', 'createdAt'] as const;
-
-/**
- * The mirror's side of one list response. Without `fresh`, `tickets` holds every mirrored ticket that is listed or was
- * in the list. With it (what db/repos/lists.ts gives), the database has already set aside the listed tickets whose
- * list fields and membership it holds exactly as listed: `tickets` holds only the others that it has, and those that
- * were in the list; `fresh` the listed ids it does not have at all; any other listed ticket is unchanged.
- */
-export interface ListMirror {
-  tickets: ReadonlyMap<string, MirrorTicket>;
-  fresh?: ReadonlySet<string>;
-}
 
 /**
  * `initial` is the first poll of this list: what it shows is the backlog, not news, so its tickets wait for the
@@ -193,43 +130,4 @@ function listFieldsToStore(item: ListItem, old: MirrorTicket): Pick<ListItem, (t
     hasUnreadMessages: pick('hasUnreadMessages'),
     createdAt: pick('createdAt'),
   };
-}
-
-export function emptyState(): TrackedState {
-  return { status: null, priority: null, assignedTo: null, inOpen: false, inSelf: false, inUnassigned: false, inResolved: false };
-}
-
-export function trackedOf(t: TrackedState): TrackedState {
-  return {
-    status: t.status,
-    priority: t.priority,
-    assignedTo: t.assignedTo ?? null,
-    inOpen: t.inOpen,
-    inSelf: t.inSelf,
-    inUnassigned: t.inUnassigned,
-    inResolved: t.inResolved,
-  };
-}
-
-export function sameState(a: TrackedState, b: TrackedState): boolean {
-  return (
-    a.status === b.status &&
-    a.priority === b.priority &&
-    a.inOpen === b.inOpen &&
-    a.inSelf === b.inSelf &&
-    a.inUnassigned === b.inUnassigned &&
-    a.inResolved === b.inResolved &&
-    sameJson(a.assignedTo ?? null, b.assignedTo ?? null)
-  );
-}
-
-/** Structural equality of JSON values, blind to key order (jsonb reorders keys). */
-export function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => Object.hasOwn(b, k) && sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }

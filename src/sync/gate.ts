@@ -3,10 +3,11 @@ import type { LedgerEntry, RequestGate } from '../api/client.ts';
 import type { RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
 import { RateLimitedError } from '../errors.ts';
+import type { LedgerSample } from '../model/ledgerSample.ts';
 import { intOption } from '../options.ts';
 import { DAY_MS, MINUTE_MS } from '../time.ts';
 import { backoffDelay, RATE_LIMIT_BACKOFF } from './backoff.ts';
-import { allowedPerMinute, budgetAt, type BudgetLimits, type BudgetSnapshot, type LedgerSample } from './budget.ts';
+import { allowedPerMinute, budgetAt, type BudgetLimits, type BudgetSnapshot } from './budget.ts';
 
 /**
  * Where every request waits for its turn. The p-queue enforces the per-minute limit in real time (strict sliding

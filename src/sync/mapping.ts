@@ -1,6 +1,8 @@
 import { isObject, type JsonObject } from '../api/client.ts';
 import { storableJson, storableText } from '../text.ts';
 import { canonicalTimestamp, isCanonicalApiTimestamp, toEpochMicros } from '../time.ts';
+import type { AttachmentRow, MappedDetail, MessageRow, TicketRow } from '../model/detail.ts';
+import type { ListItem } from '../model/lists.ts';
 
 /**
  * From the API's JSON to the mirror's rows. The spec's shapes are checked field by field, leniently: unknown fields
@@ -90,17 +92,6 @@ function requireId(value: unknown, where: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // List items
 
-export interface ListItem {
-  id: string;
-  name: string | null;
-  email: string | null;
-  status: string | null;
-  hasUnreadMessages: boolean | null;
-  createdAt: string | null;
-  /** Fields of this item no column could hold; they keep their mirrored values. */
-  unstorable: readonly string[];
-}
-
 /** The `unstorable` of every item the spec's shape fits: one shared array, not 100,000 empty ones. */
 const NONE: readonly string[] = Object.freeze([]);
 
@@ -174,57 +165,6 @@ function checkedListItem(raw: JsonObject, id: string, where: string, problems: P
 
 // ---------------------------------------------------------------------------------------------------------------
 // Details
-
-export interface TicketRow {
-  id: string;
-  name: string | null;
-  email: string | null;
-  status: string | null;
-  priority: string | null;
-  hasUnreadMessages: boolean | null;
-  repliedToCustomer: boolean | null;
-  closedAt: string | null;
-  lastContactAt: string | null;
-  createdAt: string | null;
-  updatedAt: string | null;
-  assignedTo: unknown;
-  widgetId: string | null;
-  widgetName: string | null;
-  aiSummary: string | null;
-}
-
-export interface MessageRow {
-  id: string;
-  ticketId: string;
-  messageType: string | null;
-  ticketStatus: string | null;
-  message: string | null;
-  outboundSent: boolean | null;
-  outboundDeliveredAt: string | null;
-  outboundBounced: boolean | null;
-  outboundSpamComplaint: boolean | null;
-  outboundError: string | null;
-  createdAt: string | null;
-  author: unknown;
-}
-
-export interface AttachmentRow {
-  id: string;
-  ticketId: string;
-  messageId: string | null;
-  name: string | null;
-  mimeType: string | null;
-  size: number | null;
-}
-
-export interface MappedDetail {
-  ticket: TicketRow;
-  messages: MessageRow[];
-  attachments: AttachmentRow[];
-  /** The payload as received minus every attachment URL: `tickets.raw`. */
-  raw: JsonObject;
-  problems: string[];
-}
 
 const TICKET_FIELDS: readonly Field[] = [
   { key: 'name', kind: 'text' },

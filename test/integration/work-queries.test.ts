@@ -10,7 +10,7 @@ import {
   plannerHistory,
   REVALIDATE_MIN_AGE_MS,
 } from '../../src/db/repos/work.ts';
-import { BUCKET_MS } from '../../src/sync/planner.ts';
+import { BUCKET_MS } from '../../src/model/plannerHistory.ts';
 import { isoMicros } from '../../src/time.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { budgetAt, type LedgerSample } from '../../src/sync/budget.ts';
+import type { LedgerSample } from '../../src/model/ledgerSample.ts';
+import { budgetAt } from '../../src/sync/budget.ts';
 import { DAY_MS, MINUTE_MS } from '../../src/time.ts';
 
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);

@@ -3,7 +3,8 @@ import { niceCeiling, renderQuotaChart } from '../../src/daemon/quotaChart.ts';
 import type { HourBar, StatusPageData } from '../../src/daemon/statusData.ts';
 import { duration, renderStatusPage } from '../../src/daemon/statusPage.ts';
 import { budgetAt } from '../../src/sync/budget.ts';
-import { emptyHistory, planPass } from '../../src/sync/planner.ts';
+import { emptyHistory } from '../../src/model/plannerHistory.ts';
+import { planPass } from '../../src/sync/planner.ts';
 
 const NOW = Date.UTC(2026, 0, 5, 14, 20, 0);
 const HOUR = 3_600_000;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { diffList, emptyState, type MirrorTicket } from '../../src/sync/differ.ts';
-import type { ListItem } from '../../src/sync/mapping.ts';
+import type { ListItem } from '../../src/model/lists.ts';
+import { emptyState, type MirrorTicket } from '../../src/model/ticketState.ts';
+import { diffList } from '../../src/sync/differ.ts';
 
 const AT = '2026-01-05T12:00:00.000001Z';
 const item = (id: string, over: Partial<ListItem> = {}): ListItem => ({

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canTransition, OUTBOX_TRANSITIONS } from '../../src/db/repos/outbox.ts';
 import { reconcile, type ReconcileInput } from '../../src/outbox/reconcile.ts';
 import { recheckDelayMs, replyTextProblem } from '../../src/outbox/states.ts';
-import type { MessageRow } from '../../src/sync/mapping.ts';
+import type { MessageRow } from '../../src/model/detail.ts';
 
 const SELF = { id: 'agent-self', name: 'Me', email: 'me@example.com' };
 const OTHER = { id: 'agent-2', name: 'Other', email: 'other@example.com' };

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { LIST_NAMES, type ListName } from '../../src/api/endpoints.ts';
-import { budgetAt, type LedgerSample } from '../../src/sync/budget.ts';
-import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, planPass, POLICY, type ListState, type PlannerHistory, type PlannerInput } from '../../src/sync/planner.ts';
+import type { LedgerSample } from '../../src/model/ledgerSample.ts';
+import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../src/model/plannerHistory.ts';
+import { budgetAt } from '../../src/sync/budget.ts';
+import { planPass, POLICY, type PlannerInput } from '../../src/sync/planner.ts';
 import { DAY_MS } from '../../src/time.ts';
 
 /** The planner, given the history of list activity and of the requests still in the rolling window. Monday 12:00 UTC. */

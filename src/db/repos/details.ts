@@ -1,5 +1,5 @@
-import { sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../sync/differ.ts';
-import type { MappedDetail } from '../../sync/mapping.ts';
+import type { MappedDetail } from '../../model/detail.ts';
+import { sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
 import { MIRROR_TICKET_COLUMNS } from './rows.ts';

@@ -1,6 +1,6 @@
+import type { TrackedState } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { boolColumn, textColumn } from './rows.ts';
-import type { TrackedState } from '../../sync/differ.ts';
 
 export interface StateChange {
   ticketId: string;

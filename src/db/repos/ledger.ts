@@ -1,5 +1,5 @@
 import type { LedgerEntry } from '../../api/client.ts';
-import type { LedgerSample } from '../../sync/budget.ts';
+import type { LedgerSample } from '../../model/ledgerSample.ts';
 import { isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 

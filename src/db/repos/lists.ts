@@ -1,6 +1,6 @@
 import type { ListName } from '../../api/endpoints.ts';
-import type { ListDiff, ListMirror, MirrorTicket } from '../../sync/differ.ts';
-import type { ListItem } from '../../sync/mapping.ts';
+import type { ListDiff, ListItem, ListMirror } from '../../model/lists.ts';
+import type { MirrorTicket } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
 import { boolColumn, MIRROR_TICKET_COLUMNS, textColumn } from './rows.ts';

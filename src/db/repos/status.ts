@@ -1,7 +1,7 @@
 import { isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
-/** The counts `status` and the status page show (sync/status.ts), and the health check's probe. */
+/** The counts `status` and the status page show (`mirrorStatus`), and the health check's probe. */
 
 /** One row of counts over `tickets`; instants as PostgreSQL writes them. */
 export interface TicketCounts {

@@ -1,12 +1,12 @@
 import type { SQL } from 'drizzle-orm';
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
-import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../sync/planner.ts';
+import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../model/plannerHistory.ts';
 import { DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
  * What the planner needs to know of the mirror, and the tickets it picks, each in one query. The orderings are the
- * planner's policy (see sync/planner.ts); they live in SQL so that a mirror of any size is never loaded whole.
+ * planner's policy (see `planPass`); they live in SQL so that a mirror of any size is never loaded whole.
  */
 
 /** The ticket's retry back-off (see recordDetailFailure), if any, is over at `at`. */
@@ -189,7 +189,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     pollsLastDay,
     freeing,
     sentThisHour,
-    // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (see sync/budget.ts).
+    // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (the budget's rolling window).
     nextExpiryAt: oldest === null ? null : oldest + DAY_MS,
     nextRetryAt,
   };

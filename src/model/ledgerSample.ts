@@ -1,0 +1,10 @@
+/** One request of the ledger (`api_requests`) as the budget (sync/budget.ts) reads it; db/repos/ledger.ts loads them. */
+export interface LedgerSample {
+  at: number;
+  /** HTTP status, when a response arrived: a 429 says nothing of other clients (its Retry-After is obeyed instead). */
+  status?: number | null;
+  /** Server's x-ratelimit-remaining after this request, when known. */
+  remaining: number | null;
+  /** Server's x-ratelimit-limit, when known. */
+  limit: number | null;
+}
