@@ -9,12 +9,12 @@ import { openConfiguredDatabase, type CommandContext } from '../context.ts';
 /**
  * `ticket-mirror run`: migrate, then sync on schedule until SIGTERM/SIGINT, exiting 0. The first signal stops
  * gracefully — no new pass, the running one gets 5 s before its requests are aborted (whatever was not written is
- * fetched again next time) — and a second one exits at once.
+ * fetched again next time) — and a second one exits at once (see stopRequested).
  */
 export async function runCommand({ config, logger }: CommandContext): Promise<void> {
   requireApi(config);
   // Listening first: a signal that arrives while the database opens still stops gracefully.
-  const signalled = firstSignal(logger);
+  const signalled = stopRequested(logger, { startedByNpm: process.env.npm_lifecycle_event !== undefined });
   const database = await openConfiguredDatabase(config);
   try {
     await database.migrate();
@@ -27,8 +27,8 @@ export async function runCommand({ config, logger }: CommandContext): Promise<vo
       afterPass: ({ db, engine }) => outboxAfterPass({ db, clock: systemClock, logger, client: () => engine.client }),
     });
     logger.info({ backend: database.kind, schema: database.schema, sql: service.sql?.url }, 'ticket-mirror is running');
-    const signal = await signalled;
-    logger.info({ signal }, 'stopping: letting the current pass finish');
+    const reason = await signalled;
+    logger.info(reason === PARENT_GONE ? { reason } : { signal: reason }, 'stopping: letting the current pass finish');
     await service.stop();
   } finally {
     await database.close();
@@ -36,19 +36,66 @@ export async function runCommand({ config, logger }: CommandContext): Promise<vo
   logger.info('stopped');
 }
 
-/** Resolves on the first SIGTERM or SIGINT; a second one exits at once with 128 + its number, as shells do. */
-function firstSignal(logger: Logger): Promise<NodeJS.Signals> {
+/** Why `run` stops when no signal came: the npm (or its shell) that started it is gone. */
+export const PARENT_GONE = 'the npm process that started it is gone';
+
+export interface StopRequestOptions {
+  /** Watch the parent process (see stopRequested). */
+  startedByNpm: boolean;
+  /** Where SIGTERM and SIGINT are heard (tests). @default process */
+  signals?: NodeJS.EventEmitter;
+  /** How a second signal ends the process (tests). @default process.exit */
+  exit?: (code: number) => void;
+}
+
+/**
+ * The same signal again within this long is the same request: Ctrl-C in a terminal reaches both npm and the daemon
+ * (one process group), and npm passes it on; a supervisor that signals the whole group does the same.
+ */
+const SAME_SIGNAL_MS = 1_000;
+/** How often a daemon started by npm checks that its parent is still there. */
+const PARENT_CHECK_MS = 1_000;
+
+/**
+ * Resolves on the first request to stop: SIGTERM or SIGINT, or — when npm started the process — the end of its parent.
+ * A second signal exits at once with 128 + its number, as shells do; the same signal again within SAME_SIGNAL_MS of
+ * the first is the first one delivered twice and changes nothing.
+ *
+ * Why the parent: npm runs a script, and `npx` a command, through `sh -c`. package.json's scripts `exec` node, so
+ * `npm start` signals the daemon itself; `npx ticket-mirror run` cannot, and the SIGTERM that npm passes on ends the
+ * shell alone. Its child used to run on, orphaned, holding the embedded database's lock. A process that npm started
+ * therefore takes the loss of its parent (it is re-parented) as the request to stop. Only then: a daemon started with
+ * `nohup … &` from a shell that exits must go on running.
+ */
+export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<NodeJS.Signals | typeof PARENT_GONE> {
+  const signals = o.signals ?? process;
+  const exit = o.exit ?? ((code: number) => process.exit(code));
   return new Promise((resolve) => {
-    let received = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (received) {
-        logger.warn({ signal }, 'second signal: exiting now');
-        process.exit(128 + constants.signals[signal]);
-      }
-      received = true;
-      resolve(signal);
+    let first: { signal: NodeJS.Signals | null; at: number } | undefined;
+    const request = (signal: NodeJS.Signals | null) => {
+      first = { signal, at: performance.now() };
+      resolve(signal ?? PARENT_GONE);
+      setTimeout(() => logger.info('stopping gracefully; another SIGTERM or SIGINT exits at once'), SAME_SIGNAL_MS).unref();
     };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (!first) return request(signal);
+      if (signal === first.signal && performance.now() - first.at < SAME_SIGNAL_MS) {
+        logger.debug({ signal }, 'the same signal again at once: one request to stop');
+        return;
+      }
+      logger.warn({ signal }, 'second signal: exiting now');
+      exit(128 + constants.signals[signal]);
+    };
+    signals.on('SIGTERM', onSignal);
+    signals.on('SIGINT', onSignal);
+    if (o.startedByNpm) {
+      const parent = process.ppid;
+      const watch = setInterval(() => {
+        if (process.ppid === parent) return;
+        clearInterval(watch);
+        if (!first) request(null);
+      }, PARENT_CHECK_MS);
+      watch.unref();
+    }
   });
 }

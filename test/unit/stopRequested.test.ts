@@ -1,0 +1,36 @@
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { stopRequested } from '../../src/cli/commands/run.ts';
+import { createLogger } from '../../src/logger.ts';
+
+/** When `run` stops, and when it stops at once (the signal handling itself; through real processes: daemon-*.test.ts). */
+describe('stopRequested', () => {
+  const setUp = () => {
+    const signals = new EventEmitter();
+    const exits: number[] = [];
+    const requested = stopRequested(createLogger('silent'), { startedByNpm: false, signals, exit: (code) => exits.push(code) });
+    return { signals, exits, requested };
+  };
+
+  it('takes the first signal as the request to stop', async () => {
+    const { signals, exits, requested } = setUp();
+    signals.emit('SIGTERM', 'SIGTERM');
+    expect(await requested).toBe('SIGTERM');
+    expect(exits).toEqual([]);
+  });
+
+  it('takes the same signal again at once for the first delivered twice (Ctrl-C reaches npm and the daemon)', async () => {
+    const { signals, exits, requested } = setUp();
+    signals.emit('SIGINT', 'SIGINT');
+    signals.emit('SIGINT', 'SIGINT');
+    expect(await requested).toBe('SIGINT');
+    expect(exits).toEqual([]);
+  });
+
+  it('exits at once, with 128 + its number, on a second signal of another kind', async () => {
+    const { signals, exits } = setUp();
+    signals.emit('SIGTERM', 'SIGTERM');
+    signals.emit('SIGINT', 'SIGINT');
+    expect(exits).toEqual([130]);
+  });
+});
