@@ -86,18 +86,6 @@ export function coerceError(value: unknown): Error {
 }
 
 /**
- * SQLSTATEs worth retrying a transaction for: serialization failures, deadlocks, and lost connections.
- */
-export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
-  '40001', // serialization_failure
-  '40P01', // deadlock_detected
-  '57P01', // admin_shutdown
-  '08000', // connection_exception
-  '08003', // connection_does_not_exist
-  '08006', // connection_failure
-]);
-
-/**
  * The SQLSTATE of a database error, looked for along its `cause` chain (drizzle wraps the driver's error in a
  * DrizzleQueryError); null for anything else. A Node system error's code (ECONNRESET …) is not one.
  */

@@ -18,6 +18,3 @@ export const replyPath = (id: string) => `/api/v1/ticket/${encodeURIComponent(id
  * never-fetched ticket; `revalidate` re-reads a detail for changes lists cannot show; `lookup` serves a command.
  */
 export type RequestKind = `list_${ListName}` | 'detail' | 'backfill' | 'revalidate' | 'lookup' | 'reply';
-
-/** Background work, paced so that live work keeps its share of the budget. */
-export const BACKGROUND_KINDS: ReadonlySet<RequestKind> = new Set(['backfill', 'revalidate']);

@@ -1,16 +1,43 @@
 import { loadConfig, type Config } from '../config/loadConfig.ts';
 import { openDatabase, type Database } from '../db/connect.ts';
-import { createLogger, type Logger } from '../logger.ts';
+import { chooseLogFormat, createCliLogger, type LogStream, type Logger } from '../logger.ts';
+import { TerminalLine, type TerminalStream } from './terminalLine.ts';
 
-/** What every command starts from: the parsed configuration and a logger. The only place that reads process.env. */
+/** What every command starts from: the configuration parsed from process.env, and a logger. */
 export interface CommandContext {
   config: Config;
   logger: Logger;
+  /** The terminal's bottom line, for a progress display: only when the log is pretty and stderr is a terminal. */
+  terminal?: TerminalLine | undefined;
 }
 
-export function commandContext(): CommandContext {
-  const config = loadConfig(process.env);
-  return { config, logger: createLogger(config.logLevel) };
+/** `requireApi`: the command needs TICKETS_API_URL and a token, reported along with every other problem. */
+export function commandContext(options: { requireApi?: boolean } = {}): CommandContext {
+  const config = loadConfig(process.env, options);
+  const output = cliOutput(config, process.stderr);
+  // A progress line left on screen would run into the shell's prompt.
+  if (output.terminal) process.once('exit', () => output.terminal?.clear());
+  return { config, ...output };
+}
+
+/**
+ * The logger and the terminal line of a command, both on `stream` (stderr): pretty lines on a terminal, JSON
+ * otherwise, unless LOG_FORMAT says; a progress line only when the lines are pretty and go to a terminal — log lines
+ * then pass through the terminal line, which keeps the progress below them.
+ */
+export function cliOutput(
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  stream: LogStream & TerminalStream,
+): { logger: Logger; terminal: TerminalLine | undefined } {
+  const format = chooseLogFormat(config.logFormat, stream);
+  if (format === 'json' || !stream.isTTY) return { logger: createCliLogger(config.logLevel, format, stream), terminal: undefined };
+  const terminal = new TerminalLine(stream);
+  const logger = createCliLogger(config.logLevel, format, {
+    write: (chunk) => terminal.write(chunk),
+    isTTY: true,
+    hasColors: () => stream.hasColors?.() ?? false,
+  });
+  return { logger, terminal };
 }
 
 export function openConfiguredDatabase(config: Config): Promise<Database> {

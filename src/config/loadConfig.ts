@@ -6,7 +6,9 @@ import { ConfigError } from '../errors.ts';
 
 /**
  * Configuration is parsed once, here. Every variable of the public contract, its default, and a check; all problems are
- * reported together, each naming its variable. Nothing else in the code reads `process.env`.
+ * reported together, each naming its variable. Only the CLI reads `process.env`: it hands it here (cli/context.ts, and
+ * `demo` with values of its own), and its last-resort error report looks at LOG_LEVEL itself (cli/program.ts), since the
+ * configuration may be what failed.
  */
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -3,6 +3,7 @@ import { storableJson, storableText } from '../text.ts';
 import { canonicalTimestamp, isCanonicalApiTimestamp, toEpochMicros } from '../time.ts';
 import type { AttachmentRow, MappedDetail, MessageRow, TicketRow } from '../model/detail.ts';
 import type { ListItem } from '../model/lists.ts';
+import { stripAttachmentUrls } from './redact.ts';
 
 /**
  * From the API's JSON to the mirror's rows. The spec's shapes are checked field by field, leniently: unknown fields
@@ -10,7 +11,8 @@ import type { ListItem } from '../model/lists.ts';
  * reported; a value no column can hold (a non-timestamp in a timestamp column, an attachment without an id) makes
  * the ticket unstorable — it is reported and retried later, and the rest of the pass goes on.
  *
- * Attachment URLs are signed secrets that expire: they are stripped here, before anything is stored or logged.
+ * Attachment URLs are signed secrets that expire: they are stripped here (see redact.ts), before anything is stored or
+ * logged.
  *
  * PostgreSQL refuses NUL and lone surrogates in text and jsonb: every string of a body, keys included, is made
  * storable here (each refused code unit becomes U+FFFD, see src/text.ts), once, before anything else looks at it.
@@ -289,42 +291,4 @@ function arrayField(obj: JsonObject, key: string, where: string, problems: Probl
   if (value !== undefined && value !== null) throw new UnstorableError(`${where}: ${key} is not an array`);
   problems.add(where, `${key} is ${value === undefined ? 'missing' : 'null'} where the spec gives an array`);
   return [];
-}
-
-/**
- * A deep copy without any attachment URL: every `url` of an attachment object is dropped, and any other string that
- * carries one of those URLs (a message quoting its link) has it cut out. Nothing of a signed link survives.
- */
-export function stripAttachmentUrls(body: JsonObject): JsonObject {
-  const urls = new Set<string>();
-  collectUrls(body, urls, false);
-  return strip(body, [...urls].filter((u) => u.length > 8), false) as JsonObject;
-}
-
-function collectUrls(value: unknown, urls: Set<string>, inAttachments: boolean): void {
-  if (Array.isArray(value)) for (const v of value) collectUrls(v, urls, inAttachments);
-  else if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      if (inAttachments && k === 'url' && typeof v === 'string') urls.add(v);
-      else collectUrls(v, urls, k === 'attachments');
-    }
-  }
-}
-
-function strip(value: unknown, urls: string[], inAttachments: boolean): unknown {
-  if (typeof value === 'string') {
-    let out = value;
-    for (const u of urls) if (out.includes(u)) out = out.replaceAll(u, '[attachment link removed]');
-    return out;
-  }
-  if (Array.isArray(value)) return value.map((v) => strip(v, urls, inAttachments));
-  if (isObject(value)) {
-    const out: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) {
-      if (inAttachments && k === 'url') continue;
-      out[k] = strip(v, urls, k === 'attachments');
-    }
-    return out;
-  }
-  return value;
 }

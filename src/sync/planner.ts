@@ -299,7 +299,7 @@ function headroom(left: number, freeing: readonly number[], demand: readonly num
   return Math.max(0, room);
 }
 
-/** Days the backfill needs at the given daily background allowance. */
+/** How long (ms) the backfill needs at the given daily background allowance: 0 when done, null when it gets none. */
 export function backfillEtaMs(remaining: number, backgroundPerDay: number): number | null {
   if (remaining === 0) return 0;
   if (backgroundPerDay <= 0) return null;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mapDetail, parseListItems, Problems, stripAttachmentUrls, UnstorableError } from '../../src/sync/mapping.ts';
+import { mapDetail, parseListItems, Problems, UnstorableError } from '../../src/sync/mapping.ts';
 
 const URL1 = 'https://files.example/files/a1/x.pdf?expires=1&signature=abc';
 const detail = () => ({
@@ -162,11 +162,5 @@ describe('parseListItems', () => {
       'open[2] (offset): created_at = "2026-01-05 14:00:00.5+02" is not in the spec\'s timestamp shape',
       'open[3] (7): has_unread_messages is 1 where the spec gives a boolean',
     ]);
-  });
-});
-
-describe('stripAttachmentUrls', () => {
-  it('leaves payloads without attachments alone', () => {
-    expect(stripAttachmentUrls({ a: 1, b: ['x'], url: 'kept: not an attachment' })).toEqual({ a: 1, b: ['x'], url: 'kept: not an attachment' });
   });
 });

@@ -1,8 +1,29 @@
-import type { MappedDetail } from '../../model/detail.ts';
-import { sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../model/ticketState.ts';
+import type { SQL } from 'drizzle-orm';
+import type { MappedDetail, TicketRow } from '../../model/detail.ts';
+import { emptyState, sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
 import { MIRROR_TICKET_COLUMNS } from './rows.ts';
+
+/** The ticket columns a detail gives, with their values: the one list `writeDetail` and `rederiveDetail` both set. */
+function detailColumns(t: TicketRow): Array<[column: string, value: SQL]> {
+  return [
+    ['name', sql`${t.name}`],
+    ['email', sql`${t.email}`],
+    ['status', sql`${t.status}`],
+    ['priority', sql`${t.priority}`],
+    ['has_unread_messages', sql`${t.hasUnreadMessages}`],
+    ['replied_to_customer', sql`${t.repliedToCustomer}`],
+    ['closed_at', sql`${t.closedAt}::timestamptz`],
+    ['last_contact_at', sql`${t.lastContactAt}::timestamptz`],
+    ['created_at', sql`${t.createdAt}::timestamptz`],
+    ['updated_at', sql`${t.updatedAt}::timestamptz`],
+    ['assigned_to', sql`${json(t.assignedTo)}::jsonb`],
+    ['widget_id', sql`${t.widgetId}`],
+    ['widget_name', sql`${t.widgetName}`],
+    ['ai_summary', sql`${t.aiSummary}`],
+  ];
+}
 
 export interface DetailWriteResult {
   /** The stored payload differed from the new one (or there was none). */
@@ -21,20 +42,14 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
     tx,
     sql`select ${sql.raw(MIRROR_TICKET_COLUMNS)}, raw = ${JSON.stringify(d.raw)}::jsonb as same_raw from tickets where id = ${t.id} for update`,
   );
+  const columns = detailColumns(t);
+  const names = columns.map(([c]) => c);
   await tx.execute(sql`
-    insert into tickets as t (id, name, email, status, priority, has_unread_messages, replied_to_customer, closed_at,
-      last_contact_at, created_at, updated_at, assigned_to, widget_id, widget_name, ai_summary, raw,
-      first_seen_at, last_seen_at, detail_synced_at, state_seen_at)
-    values (${t.id}, ${t.name}, ${t.email}, ${t.status}, ${t.priority}, ${t.hasUnreadMessages}, ${t.repliedToCustomer},
-      ${t.closedAt}::timestamptz, ${t.lastContactAt}::timestamptz, ${t.createdAt}::timestamptz, ${t.updatedAt}::timestamptz,
-      ${json(t.assignedTo)}::jsonb, ${t.widgetId}, ${t.widgetName}, ${t.aiSummary}, ${JSON.stringify(d.raw)}::jsonb,
+    insert into tickets as t (id, ${sql.raw(names.join(', '))}, raw, first_seen_at, last_seen_at, detail_synced_at, state_seen_at)
+    values (${t.id}, ${sql.join(columns.map(([, v]) => v), sql`, `)}, ${JSON.stringify(d.raw)}::jsonb,
       ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz)
     on conflict (id) do update set
-      name = excluded.name, email = excluded.email, status = excluded.status, priority = excluded.priority,
-      has_unread_messages = excluded.has_unread_messages, replied_to_customer = excluded.replied_to_customer,
-      closed_at = excluded.closed_at, last_contact_at = excluded.last_contact_at, created_at = excluded.created_at,
-      updated_at = excluded.updated_at, assigned_to = excluded.assigned_to, widget_id = excluded.widget_id,
-      widget_name = excluded.widget_name, ai_summary = excluded.ai_summary, raw = excluded.raw,
+      ${sql.raw(names.map((c) => `${c} = excluded.${c}`).join(', '))}, raw = excluded.raw,
       detail_synced_at = excluded.detail_synced_at, deleted_at = null,
       detail_due_since = case when t.detail_due_since <= ${requestedAt}::timestamptz then null else t.detail_due_since end,
       detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
@@ -44,7 +59,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
 
   const before = old ?? null;
   const state: TrackedState = {
-    ...(before ? trackedOf(before) : { inOpen: false, inSelf: false, inUnassigned: false, inResolved: false, assignedTo: null, priority: null, status: null }),
+    ...(before ? trackedOf(before) : emptyState()),
     status: t.status,
     priority: t.priority,
     assignedTo: t.assignedTo ?? null,
@@ -128,14 +143,8 @@ async function writeAttachments(tx: Tx, d: MappedDetail, at: string): Promise<vo
  */
 export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string): Promise<void> {
   const t = d.ticket;
-  await tx.execute(sql`
-    update tickets set name = ${t.name}, email = ${t.email}, status = ${t.status}, priority = ${t.priority},
-      has_unread_messages = ${t.hasUnreadMessages}, replied_to_customer = ${t.repliedToCustomer},
-      closed_at = ${t.closedAt}::timestamptz, last_contact_at = ${t.lastContactAt}::timestamptz,
-      created_at = ${t.createdAt}::timestamptz, updated_at = ${t.updatedAt}::timestamptz,
-      assigned_to = ${json(t.assignedTo)}::jsonb, widget_id = ${t.widgetId}, widget_name = ${t.widgetName},
-      ai_summary = ${t.aiSummary}
-    where id = ${t.id}`);
+  const set = sql.join(detailColumns(t).map(([c, v]) => sql`${sql.raw(c)} = ${v}`), sql`, `);
+  await tx.execute(sql`update tickets set ${set} where id = ${t.id}`);
   await writeMessages(tx, d, syncedAt);
   await writeAttachments(tx, d, syncedAt);
 }

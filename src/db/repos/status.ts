@@ -3,24 +3,16 @@ import { queryRows, sql, type Tx } from '../connect.ts';
 
 /** The counts `status` and the status page show (`mirrorStatus`), and the health check's probe. */
 
-/** One row of counts over `tickets`; instants as PostgreSQL writes them. */
-export interface TicketCounts {
-  tickets: number;
-  open: number;
-  self: number;
-  unassigned: number;
-  resolved: number;
-  missing: number;
-  deleted: number;
-  /** Not deleted, detail fetched at least once. */
-  fetched: number;
-  due: number;
+type TicketCount = 'tickets' | 'open' | 'self' | 'unassigned' | 'resolved' | 'missing' | 'deleted' | 'fetched' | 'due';
+
+/** One row of counts over `tickets` (see the query for each); instants as PostgreSQL writes them. */
+export type TicketCounts = Record<TicketCount, number> & {
   oldest_due: string | null;
   /** The oldest detail of an open ticket. */
   oldest_open: string | null;
   /** Median age of open tickets' details at `now`, minutes. */
   median_open_age: number | string | null;
-}
+};
 
 export async function ticketCounts(tx: Tx, now: number): Promise<TicketCounts> {
   const [row] = await queryRows<TicketCounts>(

@@ -1,0 +1,135 @@
+import { isObject, type JsonObject } from '../api/client.ts';
+
+/**
+ * Attachment links are signed secrets (spec: "absolute, signed link to the file, hosted at {storage_url}"): nothing of
+ * one may be stored or logged. A detail is redacted here, before anything else looks at it:
+ *
+ * 1. Each attachment (an element of any `attachments` array) keeps the spec's fields minus its link: `id`, `name`,
+ *    `mime_type`, `size`. Anything else — `url`, a `thumbnail_url`, a download link a new API version adds — goes.
+ * 2. The *storage hosts* are the hosts (with port) of every URL found anywhere inside an attachment.
+ * 3. In every string of the payload (message text, names, unknown fields, object keys), a link is cut out and replaced
+ *    by `[attachment link removed]` when it is a copy of an attachment's URL, points at a storage host, or carries a
+ *    signature in its query — whatever its encoding: as is, percent-encoded (even twice), HTML-escaped (`&amp;`,
+ *    `&#47;` …), JSON-escaped (`\/`, `\u002f`).
+ *
+ * A link is the run of characters that cannot end a URL in text (no space, quote or angle bracket), from its scheme
+ * (or its `//`) on; whatever sticks to its end (a closing parenthesis) goes with it: better a character too many than a
+ * signature left.
+ */
+
+export const LINK_REMOVED = '[attachment link removed]';
+
+/** The fields an attachment keeps: the spec's minus `url`. */
+const ATTACHMENT_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'mime_type', 'size']);
+
+/** A deep copy of a detail body, redacted as above. */
+export function stripAttachmentUrls(body: JsonObject): JsonObject {
+  const found = { urls: new Set<string>(), hosts: new Set<string>() };
+  collect(body, found, false);
+  const redactor: Redactor = { urls: [...found.urls].filter((u) => u.length > 8), hosts: [...found.hosts] };
+  return strip(body, redactor, false) as JsonObject;
+}
+
+interface Redactor {
+  /** Attachment URLs as given: cut out wherever they are copied as they are. */
+  urls: string[];
+  /** Storage hosts, lower case, with port when the URL named one. */
+  hosts: string[];
+}
+
+/** Every string inside an attachment is a URL until proven otherwise: its host is a storage host. */
+function collect(value: unknown, found: { urls: Set<string>; hosts: Set<string> }, inAttachment: boolean): void {
+  if (typeof value === 'string') {
+    if (!inAttachment) return;
+    const host = hostOf(decode(value));
+    if (host !== null) {
+      found.hosts.add(host);
+      found.urls.add(value);
+    }
+  } else if (Array.isArray(value)) {
+    for (const v of value) collect(v, found, inAttachment);
+  } else if (isObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      // Elements of an `attachments` array are attachments, and so is everything inside them.
+      if (k === 'attachments' && Array.isArray(v)) for (const a of v) collect(a, found, true);
+      else collect(v, found, inAttachment);
+    }
+  }
+}
+
+function strip(value: unknown, r: Redactor, isAttachment: boolean): unknown {
+  if (typeof value === 'string') return redactText(value, r);
+  if (Array.isArray(value)) return value.map((v) => strip(v, r, false));
+  if (isObject(value)) {
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (isAttachment && !ATTACHMENT_FIELDS.has(k)) continue;
+      const stripped = k === 'attachments' && Array.isArray(v) ? v.map((a) => strip(a, r, true)) : strip(v, r, false);
+      out[redactText(k, r)] = stripped;
+    }
+    return out;
+  }
+  return value;
+}
+
+// A run of characters a link in text may hold; it ends at white space, a quote or an angle bracket, escaped or not.
+const TOKEN = /(?:(?!&(?:quot|lt|gt|apos|#0*3[49]|#x0*2[27]);)[^\s"'<>`])+/gi;
+// Only a token holding one of these can hold a link in any of the encodings above.
+const MAYBE_LINK = /[/%\\]|&#|&sol/i;
+// Where a link starts in a token: its scheme, or its `//`, in any encoding.
+const SLASH = String.raw`(?:\/|\\\/|\\u002f|%(?:25)*2f|&#0*47;?|&#x0*2f;?|&sol;)`;
+const LINK_START = new RegExp(String.raw`https?(?::|%(?:25)*3a|&#0*58;?|&#x0*3a;?|&colon;|\\u003a)${SLASH}${SLASH}|${SLASH}${SLASH}`, 'i');
+// A signature in a query: `signature=`, `X-Amz-Signature=`, `X-Goog-Signature=`, Azure's `sig=`.
+const SIGNED = /[?&;#](?:[\w.-]*signature|sig)=/i;
+
+/** `text` with every attachment link cut out (see the header). */
+function redactText(text: string, r: Redactor): string {
+  let out = text;
+  for (const u of r.urls) if (out.includes(u)) out = out.replaceAll(u, LINK_REMOVED);
+  if (!MAYBE_LINK.test(out)) return out;
+  return out.replace(TOKEN, (token) => {
+    if (!MAYBE_LINK.test(token)) return token;
+    const decoded = decode(token).toLowerCase();
+    if (!SIGNED.test(decoded) && !r.hosts.some((host) => namesHost(decoded, host))) return token;
+    const start = LINK_START.exec(token)?.index ?? 0;
+    return token.slice(0, start) + LINK_REMOVED;
+  });
+}
+
+/** Whether decoded text holds a link to `host`: `//host` or `@host` followed by a path, a query or nothing; `host/…` at its start. */
+function namesHost(decoded: string, host: string): boolean {
+  for (let i = decoded.indexOf(host); i !== -1; i = decoded.indexOf(host, i + 1)) {
+    const before = i === 0 ? '' : decoded[i - 1]!;
+    const after = decoded[i + host.length] ?? '';
+    if ((before === '/' || before === '@') && (after === '' || '/?#'.includes(after))) return true;
+    if (before === '' && after !== '' && '/?#'.includes(after)) return true;
+  }
+  return false;
+}
+
+/** The host (with port, lower case) of an absolute or scheme-relative URL; null for anything else. */
+function hostOf(url: string): string | null {
+  const m = /^\s*(?:https?:)?\/\/(?:[^/?#\s@]*@)?([^/?#\s]+)/i.exec(url);
+  return m ? m[1]!.toLowerCase() : null;
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', colon: ':', sol: '/', quest: '?', equals: '=', period: '.', num: '#', percnt: '%' };
+
+/** Undoes the encodings a link may wear, each as many times as it was applied (up to four). */
+function decode(text: string): string {
+  let out = text;
+  for (let round = 0; round < 4; round++) {
+    const next = out
+      .replace(/\\u([0-9a-f]{4})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+      .replace(/\\\//g, '/')
+      .replace(/&(?:#(\d{1,7})|#x([0-9a-f]{1,6})|([a-z]+));?/gi, (whole, dec?: string, hex?: string, name?: string) => {
+        if (name !== undefined) return ENTITIES[name.toLowerCase()] ?? whole;
+        const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16);
+        return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+      })
+      .replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (next === out) break;
+    out = next;
+  }
+  return out;
+}

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { LINK_REMOVED, stripAttachmentUrls } from '../../src/sync/redact.ts';
+
+const HOST = 'files.example:8443';
+const URL1 = `https://${HOST}/files/a1/x%20(1).pdf?expires=1767600000&signature=0f1e2d3c`;
+const html = (s: string) => s.replace(/&/g, '&amp;');
+
+function body(text: string, attachment: Record<string, unknown> = {}) {
+  const a = { id: 'a1', name: 'x (1).pdf', mime_type: 'pdf', size: 10, url: URL1, ...attachment };
+  return {
+    id: 't1',
+    future_field: { note: text },
+    attachments: [a],
+    messages: [{ id: 'm1', message: text, attachments: [a] }],
+  };
+}
+
+/** Everything a redacted body says, as text. */
+const dump = (b: unknown) => JSON.stringify(b);
+
+describe('stripAttachmentUrls', () => {
+  it('leaves payloads without attachments alone', () => {
+    expect(stripAttachmentUrls({ a: 1, b: ['x'], url: 'kept: not an attachment' })).toEqual({ a: 1, b: ['x'], url: 'kept: not an attachment' });
+  });
+
+  it('keeps attachments to id, name, mime_type and size', () => {
+    const out = stripAttachmentUrls(
+      body('hi', { thumbnail_url: `https://${HOST}/thumbs/a1.png?signature=aa`, download: { href: `https://${HOST}/d/a1` }, checksum: 'c0ffee' }),
+    ) as ReturnType<typeof body>;
+    const kept = { id: 'a1', name: 'x (1).pdf', mime_type: 'pdf', size: 10 };
+    expect(out.attachments).toEqual([kept]);
+    expect(out.messages[0]!.attachments).toEqual([kept]);
+    expect(out.future_field).toEqual({ note: 'hi' });
+  });
+
+  it.each([
+    ['the exact link', `see ${URL1} thanks`],
+    ['in angle brackets', `see <${URL1}> thanks`],
+    ['percent-encoded', `see https://redirect.example/?to=${encodeURIComponent(URL1)} thanks`],
+    ['percent-encoded alone', `see ${encodeURIComponent(URL1)} thanks`],
+    ['percent-encoded twice', `see ${encodeURIComponent(encodeURIComponent(URL1))} thanks`],
+    ['percent-encoded, lower-case hex', `see ${encodeURIComponent(URL1).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())} thanks`],
+    ['&amp;-escaped', `see <a href="${html(URL1)}">x</a> thanks`],
+    ['&amp;-escaped, then escaped again', `see &lt;a href=&quot;${html(html(URL1))}&quot;&gt; thanks`],
+    ['numeric entities', `see ${URL1.replace(/\//g, '&#47;').replace(/:/, '&#x3A;').replace(/&(?!#)/g, '&#38;')} thanks`],
+    ['JSON-escaped', `see {"url":"${URL1.replace(/\//g, '\\/')}"} thanks`],
+    ['JSON \\u-escaped', `see ${URL1.replace(/\//g, '\\u002f')} thanks`],
+    ['in a markdown link', `see [the file](${URL1}) thanks`],
+    ['another file on the storage host, signed', `see https://${HOST}/files/zz/other.png?expires=1&signature=ff thanks`],
+    ['another file on the storage host, unsigned', `see https://${HOST}/files/zz/other.png thanks`],
+    ['the storage host in upper case', `see HTTPS://${HOST.toUpperCase()}/files/zz/other.png thanks`],
+    ['a scheme-relative link', `see //${HOST}/files/a1/x.pdf thanks`],
+    ['a signed link on any host', `see https://cdn.example/f/1?X-Amz-Signature=abc&X-Amz-Expires=600 thanks`],
+    ['a signed path without host', `see /files/a1/x.pdf?expires=1&signature=0f1e thanks`],
+  ])('cuts out %s, in message text and every other string', (_, text) => {
+    const out = stripAttachmentUrls(body(text)) as ReturnType<typeof body>;
+    for (const s of [out.messages[0]!.message, out.future_field.note]) {
+      expect(s).toContain(LINK_REMOVED);
+      expect(s.startsWith('see ')).toBe(true);
+      expect(s.endsWith(' thanks')).toBe(true);
+    }
+    const text2 = dump(out).toLowerCase();
+    expect(text2).not.toMatch(/signature|sig=|expires=/);
+    expect(text2).not.toContain('files.example');
+    expect(text2).not.toMatch(/0f1e/);
+  });
+
+  it('cuts links out of object keys too', () => {
+    const out = stripAttachmentUrls({ ...body('hi'), extra: { [URL1]: true } });
+    expect(dump(out)).not.toMatch(/signature|files\.example/);
+  });
+
+  it('a link found only in an extra attachment field names a storage host too', () => {
+    const out = stripAttachmentUrls(body(`thumb at https://thumbs.example/t/a1.png, site https://www.example.com/help`, {
+      url: undefined,
+      thumbnail_url: 'https://thumbs.example/t/a1.png',
+    }));
+    expect(dump(out)).not.toContain('thumbs.example');
+    // Other links are the customer's text, and stay.
+    expect(dump(out)).toContain('https://www.example.com/help');
+  });
+
+  it('keeps text without links exactly, and links elsewhere that carry no signature', () => {
+    const text = 'Hello — 50% off & more; see https://docs.example/a?b=c&d=e or http://127.0.0.1:9/x, path a/b, C:\\dir';
+    const out = stripAttachmentUrls(body(text)) as ReturnType<typeof body>;
+    expect(out.messages[0]!.message).toBe(text);
+  });
+});
