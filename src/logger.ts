@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 import type { LogLevel } from './config/loadConfig.ts';
 
 export type { Logger };
@@ -29,6 +30,33 @@ const REDACT = [
   'url',
   '*.url',
 ];
+
+/** JSON lines for machines, or one readable line per entry for people. */
+export type LogFormat = 'json' | 'pretty';
+
+/** Where a CLI's log goes: stderr, or a fake of it in tests. */
+export interface LogStream {
+  write(chunk: string): unknown;
+  /** A terminal (tty.WriteStream) says so. */
+  readonly isTTY?: boolean;
+  /** tty.WriteStream's: whether colours are wanted (it honours NO_COLOR and FORCE_COLOR). */
+  hasColors?(): boolean;
+}
+
+/** The format asked for by LOG_FORMAT, or else pretty on a terminal and JSON otherwise (a file, a pipe, a collector). */
+export function chooseLogFormat(configured: LogFormat | undefined, stream: Pick<LogStream, 'isTTY'>): LogFormat {
+  return configured ?? (stream.isTTY ? 'pretty' : 'json');
+}
+
+/**
+ * The command line's logger: `format` picks JSON or pretty lines, written to `stream` (@default process.stderr). The
+ * pretty lines are made in this process, synchronously, from the JSON line after redaction and scrubbing (so the same
+ * three layers apply), and are scrubbed once more: no worker thread, nothing lost when the process exits.
+ */
+export function createCliLogger(level: LogLevel, format: LogFormat, stream: LogStream = process.stderr): Logger {
+  if (format === 'json') return createLogger(level, stream === process.stderr ? undefined : { write: (line) => void stream.write(line) });
+  return createLogger(level, prettyDestination(stream, { colors: stream.hasColors?.() ?? false, stacks: level === 'debug' || level === 'trace' }));
+}
 
 export function createLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -82,4 +110,72 @@ function serializeError(value: unknown, depth = 0): unknown {
     stack: e.stack,
     ...(e.cause !== undefined && depth < 3 ? { cause: serializeError(e.cause, depth + 1) } : {}),
   };
+}
+
+/** Fields every line has, shown by the pretty format in its own way or not at all. */
+const HEADER_FIELDS = new Set(['level', 'time', 'msg', 'name', 'pid', 'hostname']);
+/** Characters that could move the cursor or recolour a terminal: what a hostile ticket might smuggle into a log. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+
+/**
+ * A destination that turns each JSON line into `HH:MM:ss LEVEL message key=value …`: the message first, then the
+ * fields the call site chose, each on the same line (an error as its message; its stack below it at debug and trace).
+ */
+function prettyDestination(stream: LogStream, o: { colors: boolean; stacks: boolean }): pino.DestinationStream {
+  const pretty = prettyFactory({
+    colorize: o.colors,
+    translateTime: 'SYS:HH:MM:ss',
+    // The logger's name is the same on every line (and a field called `name` would go into the header unescaped).
+    ignore: 'pid,hostname,name',
+    hideObject: true,
+    messageFormat: (log, messageKey, _levelLabel, extras) => {
+      const grey = o.colors ? extras.colors.gray : (text: string) => text;
+      return prettyEntry(log, messageKey, o.stacks, grey);
+    },
+  });
+  return { write: (line: string) => void stream.write(scrubSecrets(pretty(line))) };
+}
+
+/** The message of one log entry and its fields, for the pretty format; `grey` dims the fields. */
+export function prettyEntry(log: Record<string, unknown>, messageKey: string, stacks: boolean, grey: (text: string) => string): string {
+  const message = clean(String(log[messageKey] ?? '')).replace(/\r?\n/g, '\n    ');
+  const fields: string[] = [];
+  const below: string[] = [];
+  for (const [key, value] of Object.entries(log)) {
+    if (HEADER_FIELDS.has(key) || key === messageKey || value === undefined) continue;
+    const error = errorLike(value);
+    if (error) {
+      fields.push(`${key}=${fieldValue(error.code === undefined ? error.message : `${error.code}: ${error.message}`)}`);
+      if (stacks && error.stack) below.push(...clean(error.stack).split('\n').slice(1).map((l) => `    ${l.trim()}`));
+      continue;
+    }
+    fields.push(`${key}=${fieldValue(value)}`);
+  }
+  const line = fields.length > 0 ? `${message}  ${grey(fields.join(' '))}` : message;
+  return below.length > 0 ? `${line}\n${grey(below.join('\n'))}` : line;
+}
+
+/** A value on one line: bare when it is a plain word or number, quoted when it has spaces, lists joined by commas. */
+function fieldValue(value: unknown): string {
+  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? clean(value) : clean(JSON.stringify(value));
+  if (Array.isArray(value) && value.every((v) => v === null || typeof v !== 'object')) {
+    return value.length === 0 ? '[]' : value.map((v) => fieldValue(String(v))).join(',');
+  }
+  if (value !== null && typeof value === 'object') {
+    const json = JSON.stringify(value);
+    return clean(json.length > 160 ? `${json.slice(0, 157)}...` : json);
+  }
+  return String(value);
+}
+
+function errorLike(value: unknown): { message: string; code?: unknown; stack?: string } | null {
+  if (value === null || typeof value !== 'object') return null;
+  const e = value as { type?: unknown; message?: unknown; code?: unknown; stack?: unknown };
+  if (typeof e.message !== 'string' || (typeof e.type !== 'string' && typeof e.stack !== 'string')) return null;
+  return { message: e.message, code: e.code, ...(typeof e.stack === 'string' ? { stack: e.stack } : {}) };
+}
+
+function clean(text: string): string {
+  return text.replace(CONTROL, '');
 }

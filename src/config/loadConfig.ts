@@ -12,6 +12,7 @@ import { ConfigError } from '../errors.ts';
  */
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_FORMATS = ['json', 'pretty'] as const;
 
 const port = (fallback: number) =>
   z.coerce
@@ -76,6 +77,8 @@ const EnvSchema = z.object({
   HTTP_HOST: optionalText.transform((v) => v ?? '127.0.0.1'),
   /** @default info */
   LOG_LEVEL: optionalText.pipe(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info')),
+  /** json or pretty. @default pretty when stderr is a terminal, json otherwise (decided by the CLI) */
+  LOG_FORMAT: optionalText.pipe(z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(', ')}` }).optional()),
 });
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -94,6 +97,8 @@ export interface Config {
   readonly httpPort: number;
   readonly httpHost: string;
   readonly logLevel: LogLevel;
+  /** Unset: the CLI picks pretty on a terminal and JSON otherwise. */
+  readonly logFormat: 'json' | 'pretty' | undefined;
 }
 
 export interface LoadConfigOptions {
@@ -101,6 +106,11 @@ export interface LoadConfigOptions {
   cwd?: string;
   /** Read `.env` at all. @default true */
   dotenv?: boolean;
+  /**
+   * Count a missing TICKETS_API_URL or token among the problems, so that a command that needs the API reports them
+   * together with every other one (see `requireApi`). @default false
+   */
+  requireApi?: boolean;
 }
 
 /** Reads `.env` (the environment wins over it), validates everything, and returns a frozen Config or throws ConfigError. */
@@ -116,6 +126,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     }
   }
   const token = resolveToken(merged, cwd, problems);
+  if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
   return Object.freeze({
@@ -131,6 +142,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     httpPort: e.HTTP_PORT,
     httpHost: e.HTTP_HOST,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
   });
 }
 
@@ -142,11 +154,19 @@ export interface ApiConfig {
 /** The API settings that `run`, `sync` and `reply` cannot do without, or a ConfigError with a one-line hint. */
 export function requireApi(config: Config): ApiConfig {
   // Without a URL nothing else matters: one line, with the way to a first look.
-  if (!config.apiUrl) {
-    throw new ConfigError(['TICKETS_API_URL is not set: point it at your helpdesk, or run `npm run demo` for a first look']);
-  }
-  if (!config.apiToken) throw new ConfigError(['TICKETS_API_TOKEN (or TICKETS_API_TOKEN_FILE) is not set']);
+  if (!config.apiUrl) throw new ConfigError([API_URL_MISSING]);
+  if (!config.apiToken) throw new ConfigError([API_TOKEN_MISSING]);
   return { apiUrl: config.apiUrl!, apiToken: config.apiToken! };
+}
+
+const API_URL_MISSING = 'TICKETS_API_URL is not set: point it at your helpdesk, or run `npm run demo` for a first look';
+const API_TOKEN_MISSING = 'TICKETS_API_TOKEN (or TICKETS_API_TOKEN_FILE) is not set';
+
+/** requireApi's problems, from the raw values: none for a variable that already has a problem of its own. */
+function missingApi(env: Record<string, string | undefined>, token: string | undefined, problems: readonly string[]): string[] {
+  if (!env.TICKETS_API_URL?.trim()) return [API_URL_MISSING];
+  if (token || problems.some((p) => p.startsWith('TICKETS_API_TOKEN'))) return [];
+  return [API_TOKEN_MISSING];
 }
 
 /** The config with the token masked, for logs and `status`. */

@@ -135,6 +135,33 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('with requireApi, a missing URL or token is reported together with every other problem', () => {
+    const cwd = emptyDir();
+    expect(problemsOf(() => loadConfig({ API_DAILY_LIMIT: 'lots', HTTP_PORT: '99999' }, { cwd, requireApi: true }))).toEqual([
+      expect.stringMatching(/^TICKETS_API_URL is not set: .*npm run demo/),
+      expect.stringMatching(/^API_DAILY_LIMIT="lots" /),
+      expect.stringMatching(/^HTTP_PORT="99999" /),
+    ]);
+    expect(problemsOf(() => loadConfig({ TICKETS_API_URL: 'http://x', LOG_LEVEL: 'chatty' }, { cwd, requireApi: true }))).toEqual([
+      expect.stringMatching(/^TICKETS_API_TOKEN \(or TICKETS_API_TOKEN_FILE\) is not set/),
+      expect.stringMatching(/^LOG_LEVEL="chatty" /),
+    ]);
+    // A bad URL or an unreadable token file is its own problem, not also a missing one.
+    expect(problemsOf(() => loadConfig({ TICKETS_API_URL: 'ftp://x', TICKETS_API_TOKEN_FILE: 'missing' }, { cwd, requireApi: true }))).toEqual([
+      expect.stringMatching(/^TICKETS_API_URL="ftp:\/\/x" must be an http\(s\) URL/),
+      expect.stringMatching(/^TICKETS_API_TOKEN_FILE="missing" cannot be read/),
+    ]);
+    expect(loadConfig({ TICKETS_API_URL: 'http://x', TICKETS_API_TOKEN: 't' }, { cwd, requireApi: true }).apiToken).toBe('t');
+  });
+
+  it('LOG_FORMAT is json, pretty, or unset (the CLI then looks at the terminal)', () => {
+    const cwd = emptyDir();
+    expect(loadConfig({}, { cwd }).logFormat).toBeUndefined();
+    expect(loadConfig({ LOG_FORMAT: 'json' }, { cwd }).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: ' pretty ' }, { cwd }).logFormat).toBe('pretty');
+    expect(problemsOf(() => loadConfig({ LOG_FORMAT: 'yaml' }, { cwd }))).toEqual(['LOG_FORMAT="yaml" must be one of json, pretty']);
+  });
+
   it('never shows the token or a database password in the redacted form', () => {
     const config = loadConfig(
       { TICKETS_API_TOKEN: 'very-secret', DATABASE_URL: 'postgres://me:hunter2@db/x' },
