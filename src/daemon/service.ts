@@ -28,6 +28,8 @@ export interface ServiceOptions {
    * `({ db, engine }) => outboxAfterPass({ db, clock, logger, client: () => engine.client })`.
    */
   afterPass?: (term: { db: Db; engine: SyncEngine }) => (signal: AbortSignal) => Promise<void>;
+  /** Told of each term's engine as this process becomes the leader, before its first pass (the CLI's progress line). */
+  onLeader?: (term: { db: Db; engine: SyncEngine }) => void;
   /** Leadership to compete for. @default an advisory lock on PostgreSQL, local on the embedded database */
   leadership?: Leadership;
   /** See Replica. @default 5000 */
@@ -66,7 +68,10 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       afterPass: o.afterPass && ((engine) => o.afterPass!({ db: database.db, engine })),
       graceMs: o.graceMs,
     });
-    replica.events.on('leader:acquired', ({ engine }) => metrics.observe(engine));
+    replica.events.on('leader:acquired', ({ engine }) => {
+      metrics.observe(engine);
+      o.onLeader?.({ db: database.db, engine });
+    });
     if (config.httpPort > 0) {
       http = await listening('HTTP_PORT', config.httpPort, () =>
         startStatusServer({ host: config.httpHost, port: config.httpPort, db: database.db, config, clock, logger, replica, metrics }),

@@ -14,7 +14,8 @@ import { runCommand } from './run.ts';
 const SPEED = 120;
 const LIMIT_FACTOR = 10;
 
-export async function demoCommand({ config, logger }: CommandContext): Promise<void> {
+export async function demoCommand(context: CommandContext): Promise<void> {
+  const { config, logger } = context;
   const dailyLimit = config.dailyLimit * LIMIT_FACTOR;
   const minuteLimit = config.minuteLimit * LIMIT_FACTOR;
   const sim = await startSimulator({ seed: 42, openTickets: 40, resolvedTickets: 80, dailyLimit, minuteLimit });
@@ -58,7 +59,7 @@ export async function demoCommand({ config, logger }: CommandContext): Promise<v
   ];
   process.stdout.write(`${lines.filter(Boolean).join('\n')}\n\n`);
   try {
-    await runCommand({ config: demoConfig, logger });
+    await runCommand({ ...context, config: demoConfig });
   } finally {
     clearInterval(activity);
     await sim.close();

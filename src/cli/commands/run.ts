@@ -5,17 +5,20 @@ import { startService } from '../../daemon/service.ts';
 import type { Logger } from '../../logger.ts';
 import { outboxAfterPass } from '../../outbox/deliver.ts';
 import { openConfiguredDatabase, type CommandContext } from '../context.ts';
+import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 
 /**
  * `ticket-mirror run`: migrate, then sync on schedule until SIGTERM/SIGINT, exiting 0. The first signal stops
  * gracefully — no new pass, the running one gets 5 s before its requests are aborted (whatever was not written is
  * fetched again next time) — and a second one exits at once (see stopRequested).
  */
-export async function runCommand({ config, logger }: CommandContext): Promise<void> {
+export async function runCommand({ config, logger, terminal }: CommandContext): Promise<void> {
   requireApi(config);
   // Listening first: a signal that arrives while the database opens still stops gracefully.
   const signalled = stopRequested(logger, { startedByNpm: process.env.npm_lifecycle_event !== undefined });
   const database = await openConfiguredDatabase(config);
+  // On a terminal: the backfill's progress below the log, following each term's engine while this process leads.
+  const progress = terminal && new BackfillProgress(terminal);
   try {
     await database.migrate();
     const service = await startService({
@@ -25,12 +28,14 @@ export async function runCommand({ config, logger }: CommandContext): Promise<vo
       clock: systemClock,
       // After every pass of the active replica (every 15 s): deliver the reply outbox with that term's engine.
       afterPass: ({ db, engine }) => outboxAfterPass({ db, clock: systemClock, logger, client: () => engine.client }),
+      onLeader: progress && (({ db, engine }) => void progress.follow(engine.events, numbersFromDatabase(db, config, systemClock))),
     });
     logger.info({ backend: database.kind, schema: database.schema, sql: service.sql?.url }, 'ticket-mirror is running');
     const reason = await signalled;
     logger.info(reason === PARENT_GONE ? { reason } : { signal: reason }, 'stopping: letting the current pass finish');
     await service.stop();
   } finally {
+    await progress?.stop();
     await database.close();
   }
   logger.info('stopped');

@@ -3,16 +3,20 @@ import { createEngine } from '../../daemon/compose.ts';
 import { deliverOutbox } from '../../outbox/deliver.ts';
 import { ExitError } from '../exit.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
+import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 
 /**
  * `ticket-mirror sync`: one pass, then the reply outbox, then exit. 0 ok; 2 auth/config (thrown as such); 1 when the
  * pass ended on an error. A reply that ends `failed` is the row's outcome, recorded in reply_outbox, not the command's.
  */
-export async function syncCommand({ config, logger }: CommandContext): Promise<void> {
+export async function syncCommand({ config, logger, terminal }: CommandContext): Promise<void> {
   await withDatabase(config, async (database) => {
     await database.migrate();
     const engine = createEngine(config, database, logger, systemClock);
-    const summary = await engine.pass();
+    // On a terminal, the pass's progress below the log; taken away before the summary is printed.
+    const progress = terminal && new BackfillProgress(terminal);
+    await progress?.follow(engine.events, numbersFromDatabase(database.db, config, systemClock));
+    const summary = await engine.pass().finally(() => progress?.stop());
     const line = `sync: ${summary.requests} requests, lists ${summary.polls.join(', ') || 'none due'}, ${summary.detailsFetched} details, ${summary.ticketsChanged} tickets changed`;
     process.stdout.write(`${line}\n`);
     const outbox = await deliverOutbox({ db: database.db, client: engine.client, clock: systemClock, logger });
