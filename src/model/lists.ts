@@ -57,4 +57,8 @@ export interface ListDiff {
   unchanged: string[];
   /** Count of list-visible changes (new tickets, changed fields, joins and leaves); 0 on a list's first poll. */
   changes: number;
+  /** Tickets the mirror had in this list before this poll. */
+  members: number;
+  /** Leaves held back until the next poll confirms them (sync/differ.ts `confirmShrink`); 0 when none were. */
+  withheld: number;
 }

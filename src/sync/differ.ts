@@ -38,12 +38,16 @@ export function diffList(
   // The listed tickets the mirror has in this list; any other it has there just left.
   const stayed = new Set<string>();
   let changes = 0;
+  // Listed tickets the database set aside as unchanged: members of the list (it checked the flag).
+  let setAside = 0;
+  let leaves = 0;
 
   for (const item of items) {
     const old = tickets.get(item.id);
     if (old?.[flag]) stayed.add(item.id);
     if (!old && fresh && !fresh.has(item.id)) {
       unchanged.push(item.id);
+      setAside++;
       continue;
     }
     if (!old) {
@@ -90,6 +94,7 @@ export function diffList(
   for (const old of tickets.values()) {
     if (!old[flag] || stayed.has(old.id)) continue;
     changes++;
+    leaves++;
     const state: TrackedState = { ...trackedOf(old), [flag]: false };
     writes.push({
       id: old.id,
@@ -106,7 +111,35 @@ export function diffList(
       changedAfter: old.stateSeenAt,
     });
   }
-  return { list, at, writes, unchanged, changes: initial ? 0 : changes };
+  return { list, at, writes, unchanged, changes: initial ? 0 : changes, members: setAside + stayed.size + leaves, withheld: 0 };
+}
+
+/** The fewest tickets whose leaving a list makes a shrink to confirm (see confirmShrink). */
+export const SHRINK_MIN_LEAVING = 10;
+
+/** Whether `leaving` of the `members` the mirror has in a list is a shrink to confirm: more than half, and at least 10. */
+export function isSuspectShrink(members: number, leaving: number): boolean {
+  return leaving >= SHRINK_MIN_LEAVING && leaving * 2 > members;
+}
+
+/**
+ * The shrinking-list rule. An answer that would take more than half of the tickets the mirror has in a list out of it,
+ * and at least 10, is as likely a glitch (a gateway's empty 200, a cut page) as news (a mass resolve). The first such
+ * answer is written without its leaves — new tickets and changed fields go in, nothing leaves the list, no history
+ * row, no detail becomes due — and the poll records how many it withheld (`list_polls.withheld`, so a restart keeps
+ * it). The next poll of that list decides: if it shows the shrink again, it is applied; if the list is back to normal,
+ * that normal answer is applied and the glitch is forgotten. `previousWithheld` is what the list's last poll withheld.
+ */
+export function confirmShrink(diff: ListDiff, previousWithheld: number): ListDiff {
+  let leaving = 0;
+  for (const w of diff.writes) if (!w.seen) leaving++;
+  if (previousWithheld > 0 || !isSuspectShrink(diff.members, leaving)) return diff;
+  return {
+    ...diff,
+    writes: diff.writes.filter((w) => w.seen),
+    changes: Math.max(0, diff.changes - leaving),
+    withheld: leaving,
+  };
 }
 
 function listFieldsChanged(item: ListItem, old: MirrorTicket): boolean {

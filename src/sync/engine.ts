@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import { insertRequest, loadSamples } from '../db/repos/ledger.ts';
-import { applyListDiff, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
+import { applyListDiff, lastPollWithheld, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
 import {
@@ -22,7 +22,7 @@ import { intOption } from '../options.ts';
 import { storableText } from '../text.ts';
 import { DAY_MS, isoMicros } from '../time.ts';
 import type { BudgetLimits } from './budget.ts';
-import { diffList } from './differ.ts';
+import { confirmShrink, diffList } from './differ.ts';
 import { passStopOf, SyncEvents, type PassSummary } from './events.ts';
 import { BudgetGate } from './gate.ts';
 import { mapDetail, parseListItems, Problems, UnstorableError } from './mapping.ts';
@@ -228,7 +228,9 @@ export class SyncEngine {
       diff = await this.#o.db.transaction(async (tx) => {
         const lists = await listStates(tx);
         const mirror = await loadMirrorForList(tx, list, items);
-        const d = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
+        const full = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
+        // A list that shrinks by more than half waits for the next poll to confirm it (see confirmShrink).
+        const d = confirmShrink(full, await lastPollWithheld(tx, list));
         await applyListDiff(tx, d);
         return d;
       });
@@ -242,7 +244,13 @@ export class SyncEngine {
     }
     summary.polls.push(list);
     summary.ticketsChanged += diff.writes.length;
-    this.events.safeEmit('list:polled', { list, at: response.at, items: items.length, changes: diff.changes });
+    if (diff.withheld > 0) {
+      this.#o.logger.warn(
+        { list, members: diff.members, listed: items.length, withheld: diff.withheld },
+        'list shrank by more than half: nothing leaves it until the next poll confirms',
+      );
+    }
+    this.events.safeEmit('list:polled', { list, at: response.at, items: items.length, changes: diff.changes, withheld: diff.withheld });
     return true;
   }
 

@@ -8,7 +8,8 @@ import type { Plan } from './planner.ts';
 export interface SyncEventMap {
   'pass:started': [{ at: number; plan: Plan }];
   'pass:finished': [PassSummary];
-  'list:polled': [{ list: ListName; at: number; items: number; changes: number }];
+  /** `withheld`: tickets the answer showed leaving, kept in the list until the next poll confirms (0 normally). */
+  'list:polled': [{ list: ListName; at: number; items: number; changes: number; withheld: number }];
   'list:failed': [{ list: ListName; error: Error }];
   'detail:fetched': [{ id: string; changed: boolean; kind: string }];
   'detail:deleted': [{ id: string }];
@@ -30,6 +31,8 @@ export interface PassSummary {
   errors: string[];
   /** Why the pass ended early, or null when it ran its plan to the end. */
   stoppedBy: PassStop | null;
+  /** The error that ended it early, for a caller that explains it (the CLI's `sync`); told safely, as in `errors`. */
+  stopError?: Error;
 }
 
 /**

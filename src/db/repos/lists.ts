@@ -85,8 +85,17 @@ export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
   let listed = diff.unchanged.length;
   for (const w of writes) if (w.seen) listed++;
   await tx.execute(sql`
-    insert into list_polls (list, at, items, changes)
-    values (${diff.list}, ${at}::timestamptz, ${listed}, ${diff.changes})`);
+    insert into list_polls (list, at, items, changes, withheld)
+    values (${diff.list}, ${at}::timestamptz, ${listed}, ${diff.changes}, ${diff.withheld})`);
+}
+
+/** How many leaves the last poll of `list` withheld (sync/differ.ts `confirmShrink`); 0 when none, or never polled. */
+export async function lastPollWithheld(tx: Tx, list: ListName): Promise<number> {
+  const [row] = await queryRows<{ withheld: number }>(
+    tx,
+    sql`select withheld from list_polls where list = ${list} order by at desc, id desc limit 1`,
+  );
+  return Number(row?.withheld ?? 0);
 }
 
 /**
