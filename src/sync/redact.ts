@@ -61,13 +61,14 @@ function strip(value: unknown, r: Redactor, isAttachment: boolean): unknown {
   if (typeof value === 'string') return redactText(value, r);
   if (Array.isArray(value)) return value.map((v) => strip(v, r, false));
   if (isObject(value)) {
-    const out: JsonObject = {};
+    const out: Array<[string, unknown]> = [];
     for (const [k, v] of Object.entries(value)) {
       if (isAttachment && !ATTACHMENT_FIELDS.has(k)) continue;
       const stripped = k === 'attachments' && Array.isArray(v) ? v.map((a) => strip(a, r, true)) : strip(v, r, false);
-      out[redactText(k, r)] = stripped;
+      out.push([redactText(k, r), stripped]);
     }
-    return out;
+    // fromEntries, not assignment: a key named __proto__ stays a key.
+    return Object.fromEntries(out);
   }
   return value;
 }

@@ -86,3 +86,12 @@ describe('stripAttachmentUrls', () => {
     expect(out.messages[0]!.message).toBe(text);
   });
 });
+
+describe('stripAttachmentUrls and odd keys', () => {
+  it('keeps a key named __proto__ as a key', () => {
+    const parsed = JSON.parse('{"id":"t1","__proto__":{"x":1},"attachments":[]}') as Record<string, unknown>;
+    const out = stripAttachmentUrls(parsed);
+    expect(Object.keys(out)).toEqual(['id', '__proto__', 'attachments']);
+    expect(JSON.stringify(out)).toBe('{"id":"t1","__proto__":{"x":1},"attachments":[]}');
+  });
+});
