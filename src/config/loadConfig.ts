@@ -90,6 +90,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly pgliteDir: string;
   readonly pglitePort: number;
+  /** The SQL socket's password (PGLITE_PASSWORD); never logged. Unset: one generated once, kept in PGLITE_DIR. */
+  readonly pglitePassword: string | undefined;
   readonly dbSchema: string;
   readonly dailyLimit: number;
   readonly minuteLimit: number;
@@ -126,6 +128,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     }
   }
   const token = resolveToken(merged, cwd, problems);
+  const pglitePassword = resolvePglitePassword(merged, problems);
   if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
@@ -135,6 +138,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     databaseUrl: e.DATABASE_URL,
     pgliteDir: resolve(cwd, e.PGLITE_DIR),
     pglitePort: e.PGLITE_PORT,
+    pglitePassword,
     dbSchema: e.DB_SCHEMA,
     dailyLimit: e.API_DAILY_LIMIT,
     minuteLimit: e.API_MINUTE_LIMIT,
@@ -174,6 +178,7 @@ export function redactedConfig(config: Config): Record<string, unknown> {
   return {
     ...config,
     apiToken: config.apiToken ? '[set]' : undefined,
+    pglitePassword: config.pglitePassword ? '[set]' : undefined,
     databaseUrl: config.databaseUrl?.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
   };
 }
@@ -203,4 +208,18 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
     problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${(error as NodeJS.ErrnoException).code})`);
     return undefined;
   }
+}
+
+/**
+ * PGLITE_PASSWORD, checked here rather than in the schema so that no message ever shows its value. Printable ASCII
+ * only: SCRAM clients normalise a password (SASLprep) before hashing it, and on ASCII that is the identity.
+ */
+function resolvePglitePassword(env: Record<string, string | undefined>, problems: string[]): string | undefined {
+  const value = env.PGLITE_PASSWORD;
+  if (value === undefined || value === '') return undefined;
+  if (!/^[\x20-\x7e]{8,}$/.test(value)) {
+    problems.push('PGLITE_PASSWORD must be at least 8 printable ASCII characters (its value is not shown)');
+    return undefined;
+  }
+  return value;
 }

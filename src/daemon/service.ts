@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Database, Db } from '../db/connect.ts';
+import { socketPassword } from '../db/socketPassword.ts';
 import { serveEmbeddedDatabase, type EmbeddedDatabaseServer } from '../db/sqlSocket.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -53,8 +54,10 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   let http: StatusServer | undefined;
   try {
     if (o.database.kind === 'pglite' && config.pglitePort > 0) {
+      const { password, ...from } = socketPassword({ configured: config.pglitePassword, pgliteDir: config.pgliteDir });
+      const passwordHint = from.from === 'file' ? from.file : 'PGLITE_PASSWORD';
       sqlServer = await listening('PGLITE_PORT', config.pglitePort, () =>
-        serveEmbeddedDatabase(o.database, { port: config.pglitePort, logger }),
+        serveEmbeddedDatabase(o.database, { port: config.pglitePort, password, passwordHint, logger }),
       );
     }
     // While the SQL socket serves the embedded database, the daemon's queries must take turns through its handle.

@@ -24,6 +24,49 @@ export function errorResponse(severity: 'ERROR' | 'FATAL', code: string, message
   return typed('E', [field('S', severity), field('V', severity), field('C', code), field('M', message), Buffer.of(0)]);
 }
 
+/** Protocol 3.0, as a startup message gives it. */
+export const PROTOCOL_3_0 = 196608;
+
+/** The parameters of a StartupMessage (user, database, options …); null when the message is not one. */
+export function startupParameters(message: Uint8Array): Record<string, string> | null {
+  const buffer = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  if (buffer.length < 9 || buffer.readInt32BE(0) !== buffer.length || buffer.readInt32BE(4) !== PROTOCOL_3_0) return null;
+  const fields = buffer.subarray(8, buffer.length - 1).toString('utf8').split('\0');
+  const parameters: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) parameters[fields[i]!] = fields[i + 1]!;
+  return parameters;
+}
+
+/** AuthenticationSASL (the mechanisms offered), AuthenticationSASLContinue and AuthenticationSASLFinal. */
+export function authenticationSasl(mechanisms: readonly string[]): Uint8Array {
+  return typed('R', [int32(10), ...mechanisms.map(cstring), Buffer.of(0)]);
+}
+
+export function authenticationSaslContinue(data: string): Uint8Array {
+  return typed('R', [int32(11), Buffer.from(data, 'utf8')]);
+}
+
+export function authenticationSaslFinal(data: string): Uint8Array {
+  return typed('R', [int32(12), Buffer.from(data, 'utf8')]);
+}
+
+/**
+ * The body of a password message ('p'): a SASLInitialResponse (mechanism and data) when `initial`, a SASLResponse
+ * (data) otherwise; null when the message is not a well-formed one.
+ */
+export function saslResponse(message: Uint8Array, initial: boolean): { mechanism: string | null; data: string } | null {
+  const buffer = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  if (buffer.length < 5 || frontendMessageType(message) !== 'p' || buffer.readInt32BE(1) !== buffer.length - 1) return null;
+  const body = buffer.subarray(5);
+  if (!initial) return { mechanism: null, data: body.toString('utf8') };
+  const end = body.indexOf(0);
+  if (end === -1 || body.length < end + 5) return null;
+  const length = body.readInt32BE(end + 1);
+  const data = body.subarray(end + 5);
+  if (length !== data.length) return null;
+  return { mechanism: body.subarray(0, end).toString('utf8'), data: data.toString('utf8') };
+}
+
 export type TransactionStatus = 'I' | 'T' | 'E';
 
 /**
@@ -71,6 +114,12 @@ export class ReadyForQueryTracker {
       this.#header = Buffer.alloc(0);
     }
   }
+}
+
+function int32(value: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(value);
+  return b;
 }
 
 function cstring(value: string): Buffer {

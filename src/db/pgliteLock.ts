@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -21,7 +21,7 @@ export interface FolderLock {
 const held = new Set<string>();
 
 export function lockDataFolder(dir: string): FolderLock {
-  mkdirSync(dir, { recursive: true });
+  privateFolder(dir);
   const file = join(dir, 'ticket-mirror.lock');
   if (held.has(file)) {
     throw new DataFolderLockedError(`the embedded database in ${dir} is already open in this process`);
@@ -54,6 +54,16 @@ export function lockDataFolder(dir: string): FolderLock {
     }
   }
   throw new DataFolderLockedError(`cannot lock ${dir}: another process keeps taking the lock`);
+}
+
+/**
+ * Creates the data folder readable by its owner alone (0700), and narrows one that other users could read, as
+ * PostgreSQL requires of its data directory: its files hold every ticket, and the SQL socket's password file.
+ */
+function privateFolder(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { mode, uid } = statSync(dir);
+  if ((mode & 0o077) !== 0 && uid === process.getuid?.()) chmodSync(dir, 0o700);
 }
 
 function readHolder(file: string): string {

@@ -6,7 +6,9 @@ import type { Logger } from '../logger.ts';
 import { quoteIdent, type Database, type Db } from './connect.ts';
 import { copyFailMessage, errorResponse, frontendMessageType, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE } from './pgWire.ts';
 import * as schema from './schema.ts';
+import { scramVerifier } from './scram.ts';
 import { SessionScheduler, type SessionUser } from './sessionScheduler.ts';
+import { SocketAuthentication } from './socketAuth.ts';
 
 /**
  * Serves the embedded database on 127.0.0.1:PGLITE_PORT over the PostgreSQL protocol while the daemon runs, and gives
@@ -40,6 +42,11 @@ import { SessionScheduler, type SessionUser } from './sessionScheduler.ts';
  * Clients in turn see the daemon's settings, which are also the sensible ones for them. Also shared, and not
  * restored: named prepared statements, cursors, LISTEN, temporary tables.
  *
+ * Authentication: PGlite's own session is a superuser that accepts any startup message, so every connection first
+ * proves it knows the password (SCRAM-SHA-256, see socketAuth.ts) before a byte of it reaches PGlite. Without that any
+ * local user could read the mirror and insert into `reply_outbox`, i.e. make the daemon post replies. A connection
+ * that has not authenticated within `authTimeoutMs` is closed, so idle sockets cannot hold the connection slots.
+ *
  * Warning: while the server runs, use only the returned `db` for the daemon's work, never `database.db` or
  * `database.pglite`, and never the outer `db` inside one of its own transactions (that waits for itself forever).
  */
@@ -49,6 +56,12 @@ export interface ServeEmbeddedDatabaseOptions {
   host?: string;
   /** TCP port; 0 picks a free one (tests). The composition root does not call this at all when PGLITE_PORT is 0. */
   port: number;
+  /** What every client must prove it knows (SCRAM-SHA-256); see socketPassword.ts. */
+  password: string;
+  /** How long a client has to authenticate after connecting. @default 10_000 */
+  authTimeoutMs?: number;
+  /** Where the password is kept (a file's path, or PGLITE_PASSWORD), for the log line; never the password. */
+  passwordHint?: string;
   logger?: Logger;
   /** Client connections at once; one more is refused with FATAL 53300. @default 16 */
   maxConnections?: number;
@@ -57,7 +70,8 @@ export interface ServeEmbeddedDatabaseOptions {
 }
 
 export interface EmbeddedDatabaseServer {
-  /** What psql and BI tools connect to: `postgres://postgres@127.0.0.1:PORT/postgres` (any user and database name). */
+  /** What psql and BI tools connect to, with the password: `postgres://postgres@127.0.0.1:PORT/postgres` (any user and
+   * database name). */
   readonly url: string;
   readonly port: number;
   /** The daemon's handle: each query and transaction waits its turn on the shared session. Usable after close(). */
@@ -77,6 +91,9 @@ export interface EmbeddedDatabaseStats {
 interface Connection {
   readonly handler: PGLiteSocketHandler;
   readonly socket: Socket;
+  /** Until it says authenticated, the connection's messages are its password check's, never PGlite's. */
+  readonly auth: SocketAuthentication;
+  readonly authTimer: NodeJS.Timeout;
   readonly output: ReadyForQueryTracker;
   /** From a message sent until PGlite is ready for a query again, outside a transaction block. */
   holding: boolean;
@@ -95,6 +112,9 @@ export async function serveEmbeddedDatabase(
   const maxConnections = options.maxConnections ?? 16;
   const logger = options.logger;
   const connections = new Map<number, Connection>();
+  // Derived once: each connection's check then costs a few HMACs, whatever a client sends.
+  const verifier = scramVerifier(options.password);
+  const authTimeoutMs = options.authTimeoutMs ?? 10_000;
 
   const scheduler = new SessionScheduler({
     holds: (user) => pglite.isInTransaction() || (user !== DAEMON && (connections.get(user)?.holding ?? false)),
@@ -126,27 +146,52 @@ export async function serveEmbeddedDatabase(
     if (pglite.isInTransaction()) await pglite.exec('rollback');
   };
 
+  /** One frontend message of an authenticated connection, in that connection's turn on the session. */
+  const execute = (handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> =>
+    scheduler.run(handlerId, async () => {
+      const connection = connections.get(handlerId);
+      if (!connection) throw new Error('connection closed');
+      const readyBefore = connection.output.count;
+      if (frontendMessageType(message) !== TERMINATE) connection.holding = true;
+      let bytes = 0;
+      await pglite.runExclusive(() =>
+        pglite.execProtocolRawStream(message, {
+          onRawData: (data) => {
+            bytes += data.length;
+            connection.output.push(data);
+            onData(data);
+          },
+        }),
+      );
+      if (connection.output.count > readyBefore) connection.holding = connection.output.status !== 'I';
+      return bytes;
+    });
+
+  /** One message of a connection that has not authenticated: answered here, outside the session's turns. */
+  const authenticate = async (handlerId: number, connection: Connection, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> => {
+    const step = connection.auth.receive(message);
+    if (step.reply) onData(step.reply);
+    const sent = step.reply?.length ?? 0;
+    if (step.outcome === 'continue') return sent;
+    clearTimeout(connection.authTimer);
+    if (step.outcome === 'authenticated') {
+      logger?.debug({ connection: handlerId, user: connection.auth.user }, 'SQL socket: client authenticated');
+      return sent + (await execute(handlerId, step.startup, onData));
+    }
+    if (step.reason !== 'refused already') {
+      const from = `${connection.socket.remoteAddress}:${connection.socket.remotePort}`;
+      logger?.warn({ connection: handlerId, from, user: connection.auth.user, reason: step.reason }, 'SQL socket: connection refused');
+    }
+    void connection.handler.detach(true);
+    return sent;
+  };
+
   // The duck-typed QueryQueueManager that PGLiteSocketHandler calls (those three methods only).
   const queue = {
     enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
-      return scheduler.run(handlerId, async () => {
-        const connection = connections.get(handlerId);
-        if (!connection) throw new Error('connection closed');
-        const readyBefore = connection.output.count;
-        if (frontendMessageType(message) !== TERMINATE) connection.holding = true;
-        let bytes = 0;
-        await pglite.runExclusive(() =>
-          pglite.execProtocolRawStream(message, {
-            onRawData: (data) => {
-              bytes += data.length;
-              connection.output.push(data);
-              onData(data);
-            },
-          }),
-        );
-        if (connection.output.count > readyBefore) connection.holding = connection.output.status !== 'I';
-        return bytes;
-      });
+      const connection = connections.get(handlerId);
+      if (!connection) return Promise.reject(new Error('connection closed'));
+      return connection.auth.authenticated ? execute(handlerId, message, onData) : authenticate(handlerId, connection, message, onData);
     },
     clearQueueForHandler(handlerId: number): void {
       scheduler.cancel(handlerId, new Error('connection closed'));
@@ -160,13 +205,18 @@ export async function serveEmbeddedDatabase(
             if (scheduler.holder === handlerId) await abandon();
           } finally {
             // Before this unit ends, so the scheduler sees a user that holds nothing any more.
-            connections.delete(handlerId);
+            forget(handlerId);
           }
         })
         .catch((error: unknown) => logger?.error({ err: error, connection: handlerId }, 'SQL socket: could not clean up after a client'))
-        .finally(() => connections.delete(handlerId));
+        .finally(() => forget(handlerId));
     },
   };
+
+  function forget(handlerId: number): void {
+    clearTimeout(connections.get(handlerId)?.authTimer);
+    connections.delete(handlerId);
+  }
 
   function terminate(handlerId: number, code: string, message: string): void {
     const connection = connections.get(handlerId);
@@ -198,11 +248,17 @@ export async function serveEmbeddedDatabase(
       queryQueue: queue as unknown as PGLiteSocketHandlerOptions['queryQueue'],
       closeOnDetach: true,
     });
-    connections.set(handler.handlerId, { handler, socket, output: new ReadyForQueryTracker(), holding: false });
+    const authTimer = setTimeout(() => {
+      logger?.warn({ connection: handler.handlerId }, 'SQL socket: a client did not authenticate in time; disconnecting it');
+      terminate(handler.handlerId, '57014', 'canceling authentication due to timeout');
+    }, authTimeoutMs);
+    authTimer.unref();
+    const auth = new SocketAuthentication(verifier);
+    connections.set(handler.handlerId, { handler, socket, auth, authTimer, output: new ReadyForQueryTracker(), holding: false });
     logger?.debug({ connection: handler.handlerId, from: `${socket.remoteAddress}:${socket.remotePort}` }, 'SQL socket: client connected');
     handler.attach(socket).catch((error: unknown) => {
       logger?.warn({ err: error }, 'SQL socket: could not attach a client');
-      connections.delete(handler.handlerId);
+      forget(handler.handlerId);
       socket.destroy();
     });
   });
@@ -218,7 +274,7 @@ export async function serveEmbeddedDatabase(
   const port = (server.address() as AddressInfo).port;
   const url = `postgres://postgres@${host.includes(':') ? `[${host}]` : host}:${port}/postgres`;
   // (pino redacts any `url` field, so the address goes under another name.)
-  logger?.info({ address: url }, 'embedded database served over the PostgreSQL protocol');
+  logger?.info({ address: url, passwordIn: options.passwordHint }, 'embedded database served over the PostgreSQL protocol');
 
   let closed: Promise<void> | undefined;
   return {

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
@@ -6,15 +8,16 @@ import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/
 
 const execFileAsync = promisify(execFile);
 
-/** psql, as a person would type it: `psql -h 127.0.0.1 -p PORT`. */
-async function psql(port: number, query: string): Promise<string> {
-  const { stdout } = await execFileAsync('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-XAtc', query], {
-    env: { ...process.env, PGCONNECT_TIMEOUT: '5' },
+/**
+ * psql, as `ticket-mirror status` tells a person to type it: `PGPASSWORD="$(cat PGLITE_DIR/sql-password)" psql -h
+ * 127.0.0.1 -p PORT …` (run keeps the password it generated in its data folder, readable by its owner alone).
+ */
+async function psql(port: number, query: string, dataDir: string, password?: string): Promise<string> {
+  const { stdout } = await execFileAsync('sh', ['-c', `PGPASSWORD="${password ?? '$(cat "$PASSWORD_FILE")'}" psql -h 127.0.0.1 -p ${port} -U postgres -d postgres -XAtc "$QUERY"`], {
+    env: { ...process.env, PGCONNECT_TIMEOUT: '5', PASSWORD_FILE: join(dataDir, 'sql-password'), QUERY: query },
   });
   return stdout.trim();
 }
-
-const count = async (port: number, query: string) => Number(await psql(port, query).catch(() => '-1'));
 
 describe('run serves the embedded database over the PostgreSQL protocol', { timeout: 180_000 }, () => {
   let sim: RunningSimulator;
@@ -32,6 +35,8 @@ describe('run serves the embedded database over the PostgreSQL protocol', { time
     const sqlPort = await freePort();
     run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_PORT: String(sqlPort), HTTP_PORT: String(await freePort()), LOG_LEVEL: 'info' });
     const r = run;
+    const dataDir = join(r.cwd, 'pglite');
+    const count = async (port: number, query: string) => Number(await psql(port, query, dataDir).catch(() => '-1'));
     await waitUntil('psql sees the polled lists', async () => (await count(sqlPort, 'select count(*) from tickets')) === 20, 90_000, r);
 
     // The daemon fetches the details on its next ticks, while psql keeps reading.
@@ -47,7 +52,10 @@ describe('run serves the embedded database over the PostgreSQL protocol', { time
     );
     expect(seen.every((n) => n >= 0)).toBe(true);
     expect(await count(sqlPort, 'select count(*) from api_requests')).toBeGreaterThanOrEqual(5);
-    expect(await psql(sqlPort, `select current_setting('TimeZone')`)).toBe('UTC');
+    expect(await psql(sqlPort, `select current_setting('TimeZone')`, dataDir)).toBe('UTC');
+    expect(statSync(join(dataDir, 'sql-password')).mode & 0o777).toBe(0o600);
+    // Without the password, nothing.
+    await expect(psql(sqlPort, 'select 1', dataDir, 'not-the-password')).rejects.toThrow(/password authentication failed/);
     // The daemon is unharmed by its readers.
     expect((await get(`${r.httpUrl}/readyz`))?.body).toContain('leader: syncing');
   }, 200_000);

@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { eq } from 'drizzle-orm';
 import pg from 'pg';
+import sasl from 'pg/lib/crypto/sasl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { tickets } from '../../src/db/schema.ts';
@@ -13,15 +14,17 @@ import { freshPglite, type TestDatabase } from '../helpers/db.ts';
 const execFileAsync = promisify(execFile);
 
 const NOW = '2024-05-01T10:20:30.123456Z';
+/** Every connection authenticates (see sql-socket-auth.test.ts). */
+const PASSWORD = 'socket-test-password';
 
 function psql(port: number, command: string): Promise<string> {
   return execFileAsync('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-XAtc', command], {
-    env: { ...process.env, PGCONNECT_TIMEOUT: '10' },
+    env: { ...process.env, PGCONNECT_TIMEOUT: '10', PGPASSWORD: PASSWORD },
   }).then((r) => r.stdout.trim());
 }
 
 async function client(port: number): Promise<pg.Client> {
-  const c = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
+  const c = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', password: PASSWORD });
   c.on('error', () => {});
   await c.connect();
   return c;
@@ -55,7 +58,7 @@ describe('SQL socket of the embedded database', () => {
 
   beforeAll(async () => {
     database = await freshPglite();
-    server = await serveEmbeddedDatabase(database, { port: 0 });
+    server = await serveEmbeddedDatabase(database, { port: 0, password: PASSWORD });
     a = await client(server.port);
     b = await client(server.port);
   });
@@ -189,7 +192,7 @@ describe('SQL socket limits', () => {
   let server: EmbeddedDatabaseServer;
   beforeAll(async () => {
     database = await freshPglite();
-    server = await serveEmbeddedDatabase(database, { port: 0, maxConnections: 1, holdTimeoutMs: 50 });
+    server = await serveEmbeddedDatabase(database, { port: 0, password: PASSWORD, maxConnections: 1, holdTimeoutMs: 50 });
   });
   afterAll(async () => {
     await server?.close();
@@ -266,6 +269,16 @@ class RawClient {
     const raw = new RawClient(socket);
     const params = Buffer.concat([cstring('user'), cstring('postgres'), cstring('database'), cstring('postgres'), Buffer.of(0)]);
     socket.write(Buffer.concat([int32(params.length + 8), int32(196608), params]));
+    // SCRAM-SHA-256 with node-postgres' own client half, so the server is checked against another implementation.
+    expect((await raw.waitFor('R')).readInt32BE(0)).toBe(10); // AuthenticationSASL
+    const session = sasl.startSession(['SCRAM-SHA-256']);
+    const first = Buffer.from(session.response);
+    raw.send(message('p', cstring(session.mechanism), int32(first.length), first));
+    const serverFirst = await raw.waitFor('R'); // AuthenticationSASLContinue
+    await sasl.continueSession(session, PASSWORD, serverFirst.subarray(4).toString());
+    raw.send(message('p', Buffer.from(session.response)));
+    const serverFinal = await raw.waitFor('R'); // AuthenticationSASLFinal: the server knows the password too
+    sasl.finalizeSession(session, serverFinal.subarray(4).toString());
     await raw.waitFor('Z');
     return raw;
   }

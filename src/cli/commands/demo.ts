@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { loadConfig } from '../../config/loadConfig.ts';
 import { createActivityDriver, DEFAULT_RATES_PER_DAY, startSimulator } from '../../simulator/index.ts';
 import type { CommandContext } from '../context.ts';
+import { sqlAccess } from '../sqlAccess.ts';
 import { runCommand } from './run.ts';
 
 /**
@@ -48,11 +49,12 @@ export async function demoCommand(context: CommandContext): Promise<void> {
   }, 5_000);
   activity.unref();
 
+  const access = sqlAccess(demoConfig);
   const lines = [
     'ticket-mirror demo',
     `  fake helpdesk API   ${sim.url}  (token ${sim.token})`,
     `  embedded database   ${dataDir}`,
-    demoConfig.pglitePort ? `  SQL                 psql -h 127.0.0.1 -p ${demoConfig.pglitePort} -U postgres -c 'select status, count(*) from tickets group by 1'` : null,
+    access ? `  SQL                 ${access.psql} -c 'select status, count(*) from tickets group by 1'` : null,
     demoConfig.httpPort ? `  status page         http://${demoConfig.httpHost}:${demoConfig.httpPort}/status   (metrics: /metrics)` : null,
     '  watch the log below: the backfill fills the mirror, then each pass follows new tickets, replies and resolutions.',
     '  Ctrl-C stops everything.',
