@@ -1,18 +1,18 @@
 import { CommanderError } from 'commander';
 import type { LogLevel } from '../config/loadConfig.ts';
 import { createLogger, type Logger } from '../logger.ts';
-import { EXIT } from './exit.ts';
 import { installProcessGuards } from './processGuards.ts';
-import { buildProgram, reportFailure } from './program.ts';
+import { buildProgram, commandLine, reportFailure } from './program.ts';
 
 /** The entry point of `ticket-mirror` (bin/ticket-mirror.js, and dist/cli/main.js in the Docker image). */
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram().exitOverride();
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(commandLine(program, argv));
   } catch (error) {
     if (error instanceof CommanderError) {
-      process.exitCode = error.exitCode === 1 ? EXIT.usage : error.exitCode;
+      // Commander has said what was wrong: 0 after --help, 1 for an unknown command or option or a bad argument.
+      process.exitCode = error.exitCode;
       return;
     }
     process.exitCode = reportFailure(error);

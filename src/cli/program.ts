@@ -5,7 +5,7 @@ import { EXIT, ExitError } from './exit.ts';
 
 /**
  * `ticket-mirror`: the command line of the public contract. Exit codes: 0 ok; 2 configuration or authentication
- * problems (one clear line, no stack trace); 1 anything else.
+ * problems (one clear line, no stack trace); 1 anything else, an unknown command or option too.
  */
 
 function portNumber(value: string): number {
@@ -23,7 +23,10 @@ function integer(value: string): number {
 export function buildProgram(): Command {
   const program = new Command('ticket-mirror')
     .description('Mirror the Support Ticket API into PostgreSQL, within its request quota, for plain-SQL reporting.')
-    .showHelpAfterError('(run `ticket-mirror --help` for the commands)');
+    .showHelpAfterError('(run `ticket-mirror --help` for the commands)')
+    .showSuggestionAfterError(true)
+    // Before the commands are added, so that they inherit it: a parse error throws (main sets the exit code to 1).
+    .exitOverride();
 
   program
     .command('migrate')
@@ -118,6 +121,20 @@ export function buildProgram(): Command {
     });
 
   return program;
+}
+
+/**
+ * The arguments as commander should see them. `ticket-mirror report --help` and `ticket-mirror help report` name a
+ * command that does not exist: an error, with the closest command suggested — commander would show the general help
+ * and exit 0. So an unknown command name is passed on alone. (The program's own options take no value, so the first
+ * argument that is not an option is the command's name.)
+ */
+export function commandLine(program: Command, argv: readonly string[]): string[] {
+  const [node = 'node', script = 'ticket-mirror', ...args] = argv;
+  const operands = args.filter((a) => !a.startsWith('-'));
+  const name = operands[0] === 'help' ? operands[1] : operands[0];
+  if (name === undefined || program.commands.some((c) => c.name() === name || c.aliases().includes(name))) return [...argv];
+  return [node, script, name];
 }
 
 /** Maps a failure to its exit code and one line on stderr. */
