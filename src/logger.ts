@@ -139,7 +139,7 @@ function prettyDestination(stream: LogStream, o: { colors: boolean; stacks: bool
 
 /** The message of one log entry and its fields, for the pretty format; `grey` dims the fields. */
 export function prettyEntry(log: Record<string, unknown>, messageKey: string, stacks: boolean, grey: (text: string) => string): string {
-  const message = clean(String(log[messageKey] ?? '')).replace(/\r?\n/g, '\n    ');
+  const message = withoutControlCharacters(String(log[messageKey] ?? '')).replace(/\r?\n/g, '\n    ');
   const fields: string[] = [];
   const below: string[] = [];
   for (const [key, value] of Object.entries(log)) {
@@ -147,7 +147,7 @@ export function prettyEntry(log: Record<string, unknown>, messageKey: string, st
     const error = errorLike(value);
     if (error) {
       fields.push(`${key}=${fieldValue(error.code === undefined ? error.message : `${error.code}: ${error.message}`)}`);
-      if (stacks && error.stack) below.push(...clean(error.stack).split('\n').slice(1).map((l) => `    ${l.trim()}`));
+      if (stacks && error.stack) below.push(...withoutControlCharacters(error.stack).split('\n').slice(1).map((l) => `    ${l.trim()}`));
       continue;
     }
     fields.push(`${key}=${fieldValue(value)}`);
@@ -158,13 +158,13 @@ export function prettyEntry(log: Record<string, unknown>, messageKey: string, st
 
 /** A value on one line: bare when it is a plain word or number, quoted when it has spaces, lists joined by commas. */
 function fieldValue(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? clean(value) : clean(JSON.stringify(value));
+  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? withoutControlCharacters(value) : withoutControlCharacters(JSON.stringify(value));
   if (Array.isArray(value) && value.every((v) => v === null || typeof v !== 'object')) {
     return value.length === 0 ? '[]' : value.map((v) => fieldValue(String(v))).join(',');
   }
   if (value !== null && typeof value === 'object') {
     const json = JSON.stringify(value);
-    return clean(json.length > 160 ? `${json.slice(0, 157)}...` : json);
+    return withoutControlCharacters(json.length > 160 ? `${json.slice(0, 157)}...` : json);
   }
   return String(value);
 }
@@ -176,6 +176,7 @@ function errorLike(value: unknown): { message: string; code?: unknown; stack?: s
   return { message: e.message, code: e.code, ...(typeof e.stack === 'string' ? { stack: e.stack } : {}) };
 }
 
-function clean(text: string): string {
+/** `text` without characters that could move a terminal's cursor or recolour it (tabs and newlines stay). */
+export function withoutControlCharacters(text: string): string {
   return text.replace(CONTROL, '');
 }

@@ -7,7 +7,9 @@ export class ExitError extends Error {
   constructor(
     message: string,
     readonly code: number,
+    /** `cause`: the failure behind the decision, which the report explains when it can (see explainFailure). */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }

@@ -1,11 +1,14 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { AuthError, ConfigError, coerceError, NotFoundError } from '../errors.ts';
+import { loadConfig } from '../config/loadConfig.ts';
+import { ConfigError, coerceError } from '../errors.ts';
+import { withoutControlCharacters } from '../logger.ts';
 import { commandContext, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
+import { explainFailure, type FailureSettings } from './explainFailure.ts';
 
 /**
  * `ticket-mirror`: the command line of the public contract. Exit codes: 0 ok; 2 configuration or authentication
- * problems (one clear line, no stack trace); 1 anything else, an unknown command or option too.
+ * problems (one clear line, no stack trace, see explainFailure); 1 anything else, an unknown command or option too.
  */
 
 function portNumber(value: string): number {
@@ -44,7 +47,7 @@ export function buildProgram(): Command {
     .description('migrate, then keep the mirror in sync on a schedule until SIGTERM/SIGINT')
     .action(async () => {
       const { runCommand } = await import('./commands/run.ts');
-      await runCommand(commandContext());
+      await runCommand(commandContext({ requireApi: true }));
     });
 
   program
@@ -52,7 +55,7 @@ export function buildProgram(): Command {
     .description('one pass: poll the lists it needs, diff, fetch changed details within the budget, send pending replies')
     .action(async () => {
       const { syncCommand } = await import('./commands/sync.ts');
-      await syncCommand(commandContext());
+      await syncCommand(commandContext({ requireApi: true }));
     });
 
   program
@@ -70,7 +73,7 @@ export function buildProgram(): Command {
     .argument('<message>', 'the reply text, at least 3 characters; "-" reads it from standard input')
     .action(async (ticketId: string, message: string) => {
       const { replyCommand } = await import('./commands/reply.ts');
-      await replyCommand(commandContext(), ticketId, message);
+      await replyCommand(commandContext({ requireApi: true }), ticketId, message);
     });
 
   program
@@ -80,7 +83,7 @@ export function buildProgram(): Command {
     .option('--download <path>', 'save the file there (into a folder: under its own name) instead of printing the link')
     .action(async (attachmentId: string, options: { download?: string }) => {
       const { attachmentCommand } = await import('./commands/attachment.ts');
-      await attachmentCommand(commandContext(), attachmentId, options);
+      await attachmentCommand(commandContext({ requireApi: true }), attachmentId, options);
     });
 
   program
@@ -137,26 +140,44 @@ export function commandLine(program: Command, argv: readonly string[]): string[]
   return [node, script, name];
 }
 
-/** Maps a failure to its exit code and one line on stderr. */
+/**
+ * Maps a failure to its exit code and a line or two on stderr: every configuration problem; a failure the table of
+ * explainFailure knows (the database or the API unreachable, a login, token or database refused, a port or the data
+ * folder taken), with its setting and fix; else the error's message (and its stack at LOG_LEVEL debug or trace).
+ */
 export function reportFailure(error: unknown): number {
   const e = coerceError(error);
+  if (e instanceof ConfigError) {
+    for (const problem of e.problems) say(problem);
+    return EXIT.usage;
+  }
+  // A command's own exit decision may carry the failure behind it (sync: what ended the pass).
+  const explained = explainFailure(e instanceof ExitError && e.cause !== undefined ? e.cause : e, configuredSettings());
+  if (explained) {
+    const [first, ...more] = explained.lines;
+    say(first!);
+    for (const line of more) process.stderr.write(`${withoutControlCharacters(line)}\n`);
+    return e instanceof ExitError ? e.code : explained.code;
+  }
   if (e instanceof ExitError) {
-    if (e.message) process.stderr.write(`ticket-mirror: ${e.message}\n`);
+    if (e.message) say(e.message);
     return e.code;
   }
-  if (e instanceof ConfigError) {
-    for (const problem of e.problems) process.stderr.write(`ticket-mirror: ${problem}\n`);
-    return EXIT.usage;
-  }
-  if (e instanceof AuthError) {
-    process.stderr.write(`ticket-mirror: ${e.message}\n`);
-    return EXIT.usage;
-  }
-  if (e instanceof NotFoundError) {
-    process.stderr.write(`ticket-mirror: ${e.message}\n`);
-    return EXIT.failure;
-  }
-  process.stderr.write(`ticket-mirror: ${e.message}\n`);
+  say(e.message);
+  // The configuration may be what failed, so LOG_LEVEL is read here as it stands.
   if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') process.stderr.write(`${e.stack}\n`);
   return EXIT.failure;
+}
+
+function say(line: string): void {
+  process.stderr.write(`ticket-mirror: ${withoutControlCharacters(line)}\n`);
+}
+
+/** The settings a failure may concern, when the configuration can be read at all. */
+function configuredSettings(): FailureSettings {
+  try {
+    return loadConfig(process.env);
+  } catch {
+    return {};
+  }
 }

@@ -114,7 +114,9 @@ async function listening<T>(variable: string, port: number, start: () => Promise
     return await start();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new ConfigError([`${variable}=${port} is in use by another program: choose another port, or 0 to turn it off`]);
+      const { address } = error as { address?: unknown };
+      const tried = typeof address === 'string' ? ` (${address}:${port})` : '';
+      throw new ConfigError([`${variable}=${port} is in use by another program${tried}: stop it, or set ${variable} to another port (0 turns it off)`]);
     }
     throw error;
   }

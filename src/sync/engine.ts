@@ -149,6 +149,7 @@ export class SyncEngine {
       const e = safeError(error);
       summary.errors.push(e.message);
       summary.stoppedBy = passStopOf(e);
+      summary.stopError = e;
       // A throttled or troubled service ends the pass quietly (the summary says why); anything else is the caller's.
       if (summary.stoppedBy !== 'rate_limited' && summary.stoppedBy !== 'server_error') {
         await this.#finish(summary);

@@ -24,7 +24,7 @@ export async function syncCommand({ config, logger, terminal }: CommandContext):
       process.stdout.write(`outbox: ${outbox.sent} sent, ${outbox.failed} failed, ${outbox.waiting} waiting\n`);
     }
     if (summary.stoppedBy === 'server_error' || (summary.errors.length > 0 && summary.requests === 0)) {
-      throw new ExitError(summary.errors[0] ?? 'the pass failed', 1);
+      throw new ExitError(summary.errors[0] ?? 'the pass failed', 1, { cause: summary.stopError });
     }
   });
 }
