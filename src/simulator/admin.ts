@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ManualClock, type Clock } from '../clock.ts';
 import type { RequestLogEntry } from './api.ts';
-import { FAULT_KINDS, type FaultInjector, type FaultSpec } from './faults.ts';
+import { FAULT_KINDS, type FaultInjector, type FaultSpec, type ScriptedAnswer } from './faults.ts';
 import { jsonAnswer, readBody, type Answer } from './http.ts';
 import { UnknownTicketError, type SimulatorModel } from './model.ts';
 
@@ -11,7 +11,8 @@ import { UnknownTicketError, type SimulatorModel } from './model.ts';
  *
  * - `POST /__sim/mutate` `{ "op": "resolve", "args": ["Ab12Cd34"] }` → the model method's result
  * - `GET /__sim/truth` → `groundTruth()`; `GET /__sim/log` → the request log
- * - `POST /__sim/faults` a FaultSpec (`match` is a substring; `matchRegex` a RegExp source) → 204;
+ * - `POST /__sim/faults` a FaultSpec (`match` is a substring; `matchRegex` a RegExp source; `answer` as
+ *   `{status, headers, body}`) → 204;
  *   `DELETE /__sim/faults` → 204, all cleared
  * - `POST /__sim/clock` `{ "advanceMs": 60000 }` → `{ "now": ms }`; 409 unless the clock is a ManualClock
  */
@@ -79,7 +80,7 @@ function mutate(model: SimulatorModel, body: Record<string, unknown>): Answer {
 }
 
 function faultSpec(body: Record<string, unknown>): FaultSpec {
-  const { kind, match, matchRegex, times, delayMs, retryAfterSec } = body;
+  const { kind, match, matchRegex, times, delayMs, retryAfterSec, answer, bytes, chunked } = body;
   if (!FAULT_KINDS.includes(kind as FaultSpec['kind'])) {
     throw new TypeError(`kind must be one of ${FAULT_KINDS.join(', ')}`);
   }
@@ -89,6 +90,24 @@ function faultSpec(body: Record<string, unknown>): FaultSpec {
     times: optional(times, 'number', 'times'),
     delayMs: optional(delayMs, 'number', 'delayMs'),
     retryAfterSec: optional(retryAfterSec, 'number', 'retryAfterSec'),
+    answer: scriptedAnswer(answer),
+    bytes: optional(bytes, 'number', 'bytes'),
+    chunked: chunked === undefined || chunked === null ? undefined : chunked === true,
+  };
+}
+
+function scriptedAnswer(value: unknown): ScriptedAnswer | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) throw new TypeError('answer must be an object');
+  const { status, headers, body } = value as Record<string, unknown>;
+  const headerValues = headers === undefined || headers === null ? {} : headers;
+  if (typeof headerValues !== 'object' || Array.isArray(headerValues) || Object.values(headerValues).some((v) => typeof v !== 'string')) {
+    throw new TypeError('answer.headers must be an object of strings');
+  }
+  return {
+    status: optional(status, 'number', 'answer.status') ?? 200,
+    headers: headerValues as Record<string, string>,
+    body: optional(body, 'string', 'answer.body'),
   };
 }
 

@@ -67,6 +67,8 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
       req.socket.destroy();
       return;
     }
+    // Never answered: the connection stays open until the client gives up or the simulator closes.
+    if (fault?.kind === 'hang') return;
     const delayMs = ctx.latencyMs + (fault?.kind === 'slow' ? fault.delayMs : 0);
     if (delayMs > 0) await sleep(delayMs);
 
@@ -80,10 +82,13 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
           : errorAnswer(req, 500, 'Server Error');
     }
     if (fault?.kind === 'truncated') answer = truncated(answer);
-    answer.headers['x-ratelimit-limit'] = String(ctx.limiter.minuteLimit);
-    // Without a counted request (bad token) nothing was used up; an injected 429 claims the minute is spent.
-    const remaining = decision?.remaining ?? (fault?.kind === 'status429' ? 0 : ctx.limiter.minuteLimit);
-    answer.headers['x-ratelimit-remaining'] = String(remaining);
+    // A scripted answer is sent as given: whatever sent it is not the service, which adds the rate-limit headers.
+    if (fault?.kind !== 'answer') {
+      answer.headers['x-ratelimit-limit'] = String(ctx.limiter.minuteLimit);
+      // Without a counted request (bad token) nothing was used up; an injected 429 claims the minute is spent.
+      const remaining = decision?.remaining ?? (fault?.kind === 'status429' ? 0 : ctx.limiter.minuteLimit);
+      answer.headers['x-ratelimit-remaining'] = String(remaining);
+    }
     entry.status = answer.status;
     send(res, answer);
   };
@@ -139,9 +144,21 @@ function faultAnswer(req: IncomingMessage, fault: Fault | undefined): Answer | u
       return tooManyAttempts(req, fault.retryAfterSec);
     case 'html':
       return htmlAnswer(200, loginPage());
+    case 'answer':
+      return { status: fault.answer!.status, headers: { ...fault.answer!.headers }, body: fault.answer!.body ?? '' };
+    case 'oversized':
+      return oversized(fault.oversized!.bytes, fault.oversized!.chunked);
     default:
       return undefined;
   }
+}
+
+/** A valid JSON array (an empty list padded with spaces) of exactly `bytes` bytes. */
+function oversized(bytes: number, chunked: boolean): Answer {
+  const body = Buffer.alloc(bytes, 0x20);
+  body[0] = 0x5b; // [
+  body[bytes - 1] = 0x5d; // ]
+  return { status: 200, headers: { 'content-type': 'application/json' }, body, chunked };
 }
 
 /** A 200 that claims JSON but carries only the first half of the real body's bytes. */

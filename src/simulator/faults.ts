@@ -7,11 +7,27 @@
  * - `reset`: the socket is destroyed without an answer.
  * - `slow`: waits `delayMs` of real time, then answers normally.
  * - `truncated`: the real answer is computed (a reply is stored), then sent as a 200 JSON cut to half its bytes.
+ * - `answer`: the given `answer` instead of the application's, as something between client and service (a gateway's
+ *   `404 {"message":"Not Found"}`, a redirect, an odd status code) would send it; the request never reaches the
+ *   application.
+ * - `oversized`: a 200 JSON array of `bytes` bytes (padded with spaces), streamed without Content-Length if `chunked`.
+ * - `hang`: no answer at all, the connection held open until the client gives up or the simulator closes.
  *
  * All but `status429` count against the quota when the token is valid, like any request that reached the server.
  */
 
-export const FAULT_KINDS = ['status500', 'status503', 'slow', 'truncated', 'html', 'status429', 'reset'] as const;
+export const FAULT_KINDS = [
+  'status500',
+  'status503',
+  'slow',
+  'truncated',
+  'html',
+  'status429',
+  'reset',
+  'answer',
+  'oversized',
+  'hang',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface FaultSpec {
@@ -24,6 +40,21 @@ export interface FaultSpec {
   delayMs?: number;
   /** The `retry-after` of a `status429` fault. @default 1 */
   retryAfterSec?: number;
+  /** What an `answer` fault sends; required for that kind. */
+  answer?: ScriptedAnswer;
+  /** Body size of an `oversized` fault. @default 1048576 */
+  bytes?: number;
+  /** Send the `oversized` body streamed, without a Content-Length. @default false */
+  chunked?: boolean;
+}
+
+/** An answer given verbatim: status, headers (no Content-Length: it is computed) and body. */
+export interface ScriptedAnswer {
+  status: number;
+  /** @default {} */
+  headers?: Record<string, string>;
+  /** @default '' */
+  body?: string;
 }
 
 /** A fault picked for one request. */
@@ -31,6 +62,10 @@ export interface Fault {
   kind: FaultKind;
   delayMs: number;
   retryAfterSec: number;
+  /** Only for `answer` faults. */
+  answer?: ScriptedAnswer;
+  /** Only for `oversized` faults. */
+  oversized?: { bytes: number; chunked: boolean };
 }
 
 interface Pending {
@@ -46,6 +81,12 @@ export class FaultInjector {
     if (!FAULT_KINDS.includes(spec.kind)) throw new RangeError(`unknown fault kind ${JSON.stringify(spec.kind)}`);
     const times = spec.times ?? 1;
     if (!Number.isInteger(times) || times < 1) throw new RangeError(`times must be a whole number ≥ 1 (${times})`);
+    if (spec.kind === 'answer' && !(spec.answer && Number.isInteger(spec.answer.status) && spec.answer.status >= 100 && spec.answer.status <= 999)) {
+      throw new RangeError('an `answer` fault needs an `answer` with a status from 100 to 999');
+    }
+    if (spec.bytes !== undefined && !(Number.isInteger(spec.bytes) && spec.bytes >= 2)) {
+      throw new RangeError(`bytes must be a whole number ≥ 2 (${spec.bytes})`);
+    }
     this.#pending.push({ spec, left: times });
   }
 
@@ -64,7 +105,14 @@ export class FaultInjector {
     if (index === -1) return undefined;
     const p = this.#pending[index]!;
     if (--p.left === 0) this.#pending.splice(index, 1);
-    return { kind: p.spec.kind, delayMs: p.spec.delayMs ?? 1000, retryAfterSec: p.spec.retryAfterSec ?? 1 };
+    const { kind, delayMs = 1000, retryAfterSec = 1, answer, bytes = 1024 * 1024, chunked = false } = p.spec;
+    return {
+      kind,
+      delayMs,
+      retryAfterSec,
+      ...(kind === 'answer' ? { answer } : {}),
+      ...(kind === 'oversized' ? { oversized: { bytes, chunked } } : {}),
+    };
   }
 }
 

@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 
 /** Small HTTP helpers shared by the simulator's origins: answers as values, JSON as PHP writes it, HTML pages. */
 
@@ -7,6 +9,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: string | Buffer;
+  /** Streamed in pieces without a Content-Length (chunked transfer encoding). @default false */
+  chunked?: boolean;
 }
 
 const JSON_TYPE = 'application/json';
@@ -98,6 +102,16 @@ export async function readBody(req: IncomingMessage, maxBytes = 1024 * 1024): Pr
 
 export function send(res: ServerResponse, answer: Answer): void {
   const body = typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body;
+  if (answer.chunked) {
+    res.writeHead(answer.status, answer.headers);
+    // A client that stops reading closes the connection: the pipeline then ends quietly.
+    pipeline(Readable.from(pieces(body, 64 * 1024)), res).catch(() => undefined);
+    return;
+  }
   res.writeHead(answer.status, { ...answer.headers, 'content-length': String(body.length) });
   res.end(body);
+}
+
+function* pieces(body: Buffer, size: number): Generator<Buffer> {
+  for (let i = 0; i < body.length; i += size) yield body.subarray(i, i + size);
 }

@@ -12,7 +12,7 @@ export {
   type NewTicketOptions,
   type SimulatorModelOptions,
 } from './model.ts';
-export { FaultInjector, FAULT_KINDS, type Fault, type FaultKind, type FaultSpec } from './faults.ts';
+export { FaultInjector, FAULT_KINDS, type Fault, type FaultKind, type FaultSpec, type ScriptedAnswer } from './faults.ts';
 export { RateLimiter, type RateDecision, type RateLimits } from './rateLimiter.ts';
 export type { RequestLogEntry } from './api.ts';
 export { ATTACHMENT_URL_TTL_MS, AttachmentSigner } from './signing.ts';

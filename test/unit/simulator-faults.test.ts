@@ -38,4 +38,17 @@ describe('FaultInjector', () => {
     expect(() => faults.inject({ kind: 'explode' as never })).toThrow(RangeError);
     expect(() => faults.inject({ kind: 'reset', times: 0 })).toThrow(RangeError);
   });
+
+  it('carries the scripted answer of an `answer` fault and the size of an `oversized` one, and checks them', () => {
+    const faults = new FaultInjector();
+    faults.inject({ kind: 'answer', answer: { status: 404, body: '{"message":"Not Found"}' } });
+    faults.inject({ kind: 'oversized', bytes: 100, chunked: true });
+    faults.inject({ kind: 'hang' });
+    expect(faults.take('/a')).toEqual({ kind: 'answer', delayMs: 1000, retryAfterSec: 1, answer: { status: 404, body: '{"message":"Not Found"}' } });
+    expect(faults.take('/a')).toEqual({ kind: 'oversized', delayMs: 1000, retryAfterSec: 1, oversized: { bytes: 100, chunked: true } });
+    expect(faults.take('/a')).toEqual({ kind: 'hang', delayMs: 1000, retryAfterSec: 1 });
+    expect(() => faults.inject({ kind: 'answer' })).toThrow(RangeError);
+    expect(() => faults.inject({ kind: 'answer', answer: { status: 42 } })).toThrow(RangeError);
+    expect(() => faults.inject({ kind: 'oversized', bytes: 1 })).toThrow(RangeError);
+  });
 });
