@@ -27,7 +27,7 @@ export class BaselineMirror {
       token: ctx.sim.token,
       clock: ctx.clock,
       gate: { run: (_kind, send) => send() },
-      record: async (entry) => ctx.observer.sent(entry.kind, entry.at),
+      record: async () => async (entry) => ctx.observer.sent(entry.kind, entry.at),
       random: () => 0.5,
       sleep: async (ms) => {
         throw new Error(`a baseline tried to sleep ${ms} ms: a request failed where none should`);

@@ -15,22 +15,29 @@ import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } fr
  * and the first validation of every response (JSON, and the outer shape; field-level checks are in sync/mapping.ts).
  *
  * Every attempt — retries included — first passes the gate (the quota budget and the per-minute queue), then is
- * recorded in the ledger whatever its outcome. Retries are few and back off, so a failing service costs a handful of
- * requests, never a storm.
+ * recorded in the ledger before it is sent, and settled there whatever its outcome. Retries are few and back off, so a
+ * failing service costs a handful of requests, never a storm.
  */
 
-export interface LedgerEntry {
+/** What the ledger knows of a request before it is sent. */
+export interface LedgerStart {
   at: number;
   method: string;
   path: string;
+  kind: RequestKind;
+}
+
+export interface LedgerEntry extends LedgerStart {
   /** Null when no response arrived. */
   status: number | null;
   durationMs: number;
-  kind: RequestKind;
   /** The server's x-ratelimit-remaining, when given. */
   ratelimitRemaining: number | null;
   ratelimitLimit: number | null;
 }
+
+/** Settles the ledger record of one request with its outcome. Called exactly once. Must not throw. */
+export type SettleLedger = (entry: LedgerEntry) => Promise<void>;
 
 /** Decides when a request may go out. `run` waits for the queue and the budget; it throws RateLimitedError to refuse. */
 export interface RequestGate {
@@ -42,8 +49,11 @@ export interface ApiClientOptions {
   token: string;
   clock: Clock;
   gate: RequestGate;
-  /** Called once per request sent, whatever its outcome. Must not throw. */
-  record: (entry: LedgerEntry) => Promise<void>;
+  /**
+   * Called, and awaited, right before each request is sent (retries included): records it with no outcome yet, so that
+   * a crash mid-request still counts it, and returns the function that settles that record. Must not throw.
+   */
+  record: (start: LedgerStart) => Promise<SettleLedger>;
   /** Per-attempt timeout. @default 30000 */
   timeoutMs?: number;
   /** Attempts for server and network errors, the first included. @default 3 */
@@ -132,6 +142,7 @@ export class ApiClient {
   async #attempt(method: Method, path: string, kind: RequestKind, ticketId: string | undefined, json: unknown): Promise<ApiResponse<unknown>> {
     const started = this.#o.clock.now();
     const startedReal = performance.now();
+    const settle = await this.#o.record({ at: started, method, path, kind });
     let status: number | null = null;
     let remaining: number | null = null;
     let limit: number | null = null;
@@ -163,7 +174,7 @@ export class ApiClient {
       }
       throw error;
     } finally {
-      await this.#o.record({
+      await settle({
         at: started,
         method,
         path,

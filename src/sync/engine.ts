@@ -1,9 +1,9 @@
-import { ApiClient, type LedgerEntry } from '../api/client.ts';
+import { ApiClient, type LedgerEntry, type LedgerStart, type SettleLedger } from '../api/client.ts';
 import { LIST_NAMES, type ListName, type RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
-import { insertRequest, loadSamples } from '../db/repos/ledger.ts';
+import { insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { applyListDiff, lastPollWithheld, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
@@ -80,7 +80,7 @@ export class SyncEngine {
       token: this.#o.apiToken,
       clock,
       gate: this.#gate,
-      record: (entry) => this.#record(entry),
+      record: (start) => this.#record(start),
       ...(this.#o.sleep ? { sleep: this.#o.sleep } : {}),
       ...(this.#o.signal ? { signal: this.#o.signal } : {}),
     });
@@ -307,13 +307,28 @@ export class SyncEngine {
     }
   }
 
-  #record(entry: LedgerEntry): Promise<void> {
+  /**
+   * The ledger row of a request is written before it is sent (a crash mid-request still counts it) and settled once its
+   * outcome is known; the gate hears of it then, having counted it as in flight meanwhile. Rows are written in order;
+   * a failed write is logged, never allowed to break the request's caller (a row that could not be opened is inserted
+   * whole when the outcome is known).
+   */
+  async #record(start: LedgerStart): Promise<SettleLedger> {
     this.#requestsThisPass++;
-    this.gate.note(entry);
-    this.events.safeEmit('request:sent', entry);
-    // Ledger rows are written in order; a failed write is logged, never allowed to break the request's caller.
+    let id: number | undefined;
+    await this.#ledgerWrite(async () => {
+      id = await openRequest(this.#o.db, start);
+    });
+    return (entry: LedgerEntry) => {
+      this.gate.note(entry);
+      this.events.safeEmit('request:sent', entry);
+      return this.#ledgerWrite(() => (id === undefined ? insertRequest(this.#o.db, entry) : settleRequest(this.#o.db, id, entry)));
+    };
+  }
+
+  #ledgerWrite(write: () => Promise<void>): Promise<void> {
     this.#pendingLedger = this.#pendingLedger
-      .then(() => insertRequest(this.#o.db, entry))
+      .then(write)
       .catch((error: unknown) => this.#o.logger.error({ err: safeErrorMessage(error) }, 'could not record a request in api_requests'));
     return this.#pendingLedger;
   }

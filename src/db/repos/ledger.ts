@@ -1,4 +1,4 @@
-import type { LedgerEntry } from '../../api/client.ts';
+import type { LedgerEntry, LedgerStart } from '../../api/client.ts';
 import type { LedgerSample } from '../../model/ledgerSample.ts';
 import { isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
@@ -8,6 +8,25 @@ export async function insertRequest(tx: Tx, e: LedgerEntry): Promise<void> {
   await tx.execute(sql`
     insert into api_requests (at, method, path, status, duration_ms, kind, ratelimit_remaining)
     values (${isoMicros(e.at)}::timestamptz, ${e.method}, ${e.path}, ${e.status}, ${e.durationMs}, ${e.kind}, ${e.ratelimitRemaining})`);
+}
+
+/**
+ * A request about to be sent: its row with no outcome yet (status and duration null), so that a crash mid-request still
+ * leaves it counted. `settleRequest` fills in the outcome.
+ */
+export async function openRequest(tx: Tx, e: LedgerStart): Promise<number> {
+  const [row] = await queryRows<{ id: string | number }>(
+    tx,
+    sql`insert into api_requests (at, method, path, kind) values (${isoMicros(e.at)}::timestamptz, ${e.method}, ${e.path}, ${e.kind}) returning id`,
+  );
+  return Number(row!.id);
+}
+
+/** The outcome of the request `openRequest` recorded. */
+export async function settleRequest(tx: Tx, id: number, e: LedgerEntry): Promise<void> {
+  await tx.execute(sql`
+    update api_requests set status = ${e.status}, duration_ms = ${e.durationMs}, ratelimit_remaining = ${e.ratelimitRemaining}
+    where id = ${id}`);
 }
 
 /** The ledger's samples since `since` (epoch ms), oldest first. */

@@ -1,0 +1,65 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { queryRows, sql } from '../../src/db/connect.ts';
+import { createLogger } from '../../src/logger.ts';
+import { SyncEngine } from '../../src/sync/engine.ts';
+import { backends, type TestDatabase } from '../helpers/db.ts';
+import { virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+
+/**
+ * Answers that did not come from the API, met by the whole sync core: the simulator over real HTTP, a real database,
+ * virtual time. Nothing from outside the API may mark a ticket deleted, stall the mirror for a quarter of an hour, or
+ * send a request the ledger does not count.
+ */
+
+const logger = createLogger('silent');
+
+describe.each(backends)('answers that are not the API’s, in sync passes on $name', { timeout: 180_000 }, ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+
+  beforeEach(async () => {
+    database = await open();
+    m = await virtualMirror(database);
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {
+    const controller = new AbortController();
+    const options = {
+      db: m.db,
+      apiUrl: m.sim.url,
+      apiToken: m.sim.token,
+      clock: m.clock,
+      limits: { daily: 1440, minute: 60, reserve: 0.1 },
+      logger,
+      realTime: false,
+    };
+    const engine = new SyncEngine({ ...options, signal: controller.signal });
+    await engine.init();
+    m.sim.faults.inject({ kind: 'hang', match: '/api/v1/tickets' });
+    const pending = engine.client.list('open').then(
+      () => null,
+      (error: unknown) => error,
+    );
+    await vi.waitFor(() => expect(m.sim.log).toHaveLength(1));
+    const ledger = () => queryRows<{ path: string; kind: string; status: number | null; duration_ms: number | null }>(m.db, sql`select path, kind, status, duration_ms from api_requests`);
+    // The answer has not come: the row is there already, without an outcome.
+    expect(await ledger()).toEqual([{ path: '/api/v1/tickets', kind: 'list_open', status: null, duration_ms: null }]);
+    expect(engine.gate.snapshot().dailyUsed).toBe(1);
+    // What a process started after a kill -9 now would count.
+    const restarted = new SyncEngine(options);
+    await restarted.init();
+    expect(restarted.gate.snapshot().dailyUsed).toBe(1);
+
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    const [row] = await ledger();
+    expect(await ledger()).toHaveLength(1);
+    expect(row).toMatchObject({ status: null, duration_ms: expect.any(Number) });
+    expect(engine.gate.snapshot().dailyUsed).toBe(1);
+    expect(m.sim.log).toHaveLength(1);
+  });
+});
