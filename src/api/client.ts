@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import got, { type Method, RequestError } from 'got';
 import type { Clock } from '../clock.ts';
 import {
@@ -17,6 +18,9 @@ import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } fr
  * Every attempt — retries included — first passes the gate (the quota budget and the per-minute queue), then is
  * recorded in the ledger before it is sent, and settled there whatever its outcome. Retries are few and back off, so a
  * failing service costs a handful of requests, never a storm.
+ *
+ * Hostile answers (see `classify`): only the API's own JSON counts as the API's word. A 404 without its `{error}` body
+ * is a gateway's, and transient; an HTML page says the URL or the token is wrong.
  */
 
 /** What the ledger knows of a request before it is sent. */
@@ -78,6 +82,15 @@ export interface ApiResponse<T> {
 
 export type JsonObject = Record<string, unknown>;
 
+/** One HTTP answer as it arrived, before anything is concluded from it. */
+interface HttpAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  at: number;
+}
+
+
 export class ApiClient {
   readonly #o: Required<Omit<ApiClientOptions, 'signal'>> & { signal?: AbortSignal };
 
@@ -96,16 +109,19 @@ export class ApiClient {
 
   /** Endpoints 1–4. The body must be an array of objects; items are checked further by the differ. */
   async list(name: ListName): Promise<ApiResponse<unknown[]>> {
-    const response = await this.#request('GET', LIST_PATHS[name], `list_${name}`);
+    const response = await this.#get(LIST_PATHS[name], `list_${name}`);
     if (!Array.isArray(response.body)) {
       throw new InvalidResponseError(`${LIST_PATHS[name]} answered ${describe(response.body)} where a JSON array was expected`);
     }
     return response as ApiResponse<unknown[]>;
   }
 
-  /** Endpoint 5. Throws NotFoundError on 404. `kind` says what the request is for (ledger and queue priority). */
+  /**
+   * Endpoint 5. Throws NotFoundError on the API's own 404 (with its `{error}` body) only. `kind` says what the request is
+   * for (ledger and queue priority).
+   */
   async detail(id: string, kind: RequestKind = 'detail'): Promise<ApiResponse<JsonObject>> {
-    const response = await this.#request('GET', detailPath(id), kind, id);
+    const response = await this.#get(detailPath(id), kind, id);
     if (!isObject(response.body)) {
       throw new InvalidResponseError(`the detail of ${id} is ${describe(response.body)}, not a JSON object`);
     }
@@ -114,10 +130,15 @@ export class ApiClient {
 
   /**
    * Endpoint 6. Never retried here: a POST that may have reached the server could post the reply twice. The caller
-   * (the outbox) knows how to reconcile an ambiguous failure against the ticket's detail before trying again.
+   * (the outbox) knows how to reconcile an ambiguous failure against the ticket's detail before trying again. Its answer
+   * is classified by rules of its own (`classifyReplyAnswer`), apart from the GETs'.
    */
   async reply(id: string, message: string): Promise<ApiResponse<{ id: string; created_at: string }>> {
-    const response = await this.#request('POST', replyPath(id), 'reply', id, { message });
+    const path = replyPath(id);
+    const response = await this.#o.gate.run('reply', async () => {
+      const answer = await this.#send('POST', path, 'reply', { message });
+      return { body: classifyReplyAnswer(answer, path, id), status: answer.status, at: answer.at };
+    });
     const body = response.body;
     if (!isObject(body) || typeof body.id !== 'string' || body.id === '' || typeof body.created_at !== 'string') {
       throw new InvalidResponseError(`the reply to ${id} was answered with ${describe(body)}, not {id, created_at}`);
@@ -125,29 +146,34 @@ export class ApiClient {
     return response as ApiResponse<{ id: string; created_at: string }>;
   }
 
-  async #request(method: Method, path: string, kind: RequestKind, ticketId?: string, json?: unknown): Promise<ApiResponse<unknown>> {
-    const retryable = method === 'GET';
+  /** A GET, retried on transient trouble. */
+  async #get(path: string, kind: RequestKind, ticketId?: string): Promise<ApiResponse<unknown>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#o.gate.run(kind, () => this.#attempt(method, path, kind, ticketId, json));
+        return await this.#o.gate.run(kind, async () => {
+          const answer = await this.#send('GET', path, kind);
+          return { body: this.#classify(answer, path, ticketId), status: answer.status, at: answer.at };
+        });
       } catch (error) {
-        const last = !retryable || attempt >= this.#o.attempts;
-        if (!(error instanceof TransientError) || last) throw error;
+        if (!(error instanceof TransientError) || attempt >= this.#o.attempts) throw error;
         const ceiling = Math.min(this.#o.maxBackoffMs, this.#o.backoffMs * 2 ** (attempt - 1));
         await this.#o.sleep(Math.round(ceiling * (0.5 + this.#o.random() / 2)), this.#o.signal);
       }
     }
   }
 
-  async #attempt(method: Method, path: string, kind: RequestKind, ticketId: string | undefined, json: unknown): Promise<ApiResponse<unknown>> {
-    const started = this.#o.clock.now();
+  /**
+   * One HTTP exchange: ledger record first, then the request (redirects not followed), then the record settled. Throws
+   * TransientError when no whole answer arrived (network, timeout).
+   */
+  async #send(method: Method, path: string, kind: RequestKind, json?: unknown): Promise<HttpAnswer> {
+    const at = this.#o.clock.now();
     const startedReal = performance.now();
-    const settle = await this.#o.record({ at: started, method, path, kind });
+    const settle = await this.#o.record({ at, method, path, kind });
     let status: number | null = null;
-    let remaining: number | null = null;
-    let limit: number | null = null;
+    let headers: IncomingHttpHeaders = {};
     try {
-      const response = await got(this.#o.baseUrl + path, {
+      const request = got(this.#o.baseUrl + path, {
         method,
         headers: {
           authorization: `Bearer ${this.#o.token}`,
@@ -163,72 +189,116 @@ export class ApiClient {
         timeout: { request: this.#o.timeoutMs },
         signal: this.#o.signal,
       });
-      status = response.statusCode;
-      remaining = headerInt(response.headers['x-ratelimit-remaining']);
-      limit = headerInt(response.headers['x-ratelimit-limit']);
-      const at = this.#o.clock.now();
-      return { body: interpret(response.statusCode, response.headers, response.body, path, ticketId, at), status, at };
-    } catch (error) {
-      if (error instanceof RequestError) {
-        throw new TransientError(`${method} ${path}: ${error.code ?? error.message}`, undefined, { cause: error });
+      try {
+        const response = await request;
+        status = response.statusCode;
+        headers = response.headers;
+        return { status, headers, text: response.body, at: this.#o.clock.now() };
+      } catch (error) {
+        if (error instanceof RequestError && error.response) {
+          status = error.response.statusCode;
+          headers = error.response.headers;
+        }
+        if (error instanceof RequestError) {
+          throw new TransientError(`${method} ${path}: ${error.code ?? error.message}`, undefined, { cause: error });
+        }
+        throw error;
       }
-      throw error;
     } finally {
       await settle({
-        at: started,
+        at,
         method,
         path,
+        kind,
         status,
         durationMs: Math.round(performance.now() - startedReal),
-        kind,
-        ratelimitRemaining: remaining,
-        ratelimitLimit: limit,
+        ratelimitRemaining: headerInt(headers['x-ratelimit-remaining']),
+        ratelimitLimit: headerInt(headers['x-ratelimit-limit']),
       });
     }
   }
+
+  /**
+   * What a GET's answer means: the body, or a named error.
+   *
+   * | answer                                                    | error                                         |
+   * |-----------------------------------------------------------|-----------------------------------------------|
+   * | 401, 403                                                  | AuthError                                     |
+   * | 429                                                       | RateLimitedError                              |
+   * | 404 with the API's `{"error": "…"}`                       | NotFoundError (detail) / RequestRejectedError |
+   * | 404 with anything else (a gateway's, HTML, empty)         | TransientError                                |
+   * | an HTML page (other than a 404 or 5xx)                    | AuthError                                     |
+   * | 5xx                                                       | TransientError                                |
+   * | other 4xx                                                 | RequestRejectedError                          |
+   * | not 2xx                                                   | InvalidResponseError                          |
+   * | 2xx with an empty, non-JSON or truncated body             | InvalidResponseError                          |
+   */
+  #classify(a: HttpAnswer, path: string, ticketId: string | undefined): unknown {
+    const { status } = a;
+    // Parsed once: a list can be tens of megabytes.
+    const json = parseJson(a.text);
+    const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? json.value.error.slice(0, 200) : null;
+    const says = apiError ? `: ${apiError}` : '';
+    if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${says}): check TICKETS_API_TOKEN`, status);
+    if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+    if (status === 404) {
+      if (apiError === null) {
+        throw new TransientError(`${path} answered 404 without the API's {"error"} body (a gateway or proxy?): not taken as a deleted ticket`, status);
+      }
+      if (ticketId !== undefined) throw new NotFoundError(ticketId);
+      throw new RequestRejectedError(`${path} answered HTTP 404${says}`, status);
+    }
+    if (status < 500 && !json && looksHtml(a)) {
+      // The service shows a login page instead of a JSON error when it does not take the request as an API call.
+      throw new AuthError(`the API answered ${path} with an HTML page (HTTP ${status}), not JSON: check TICKETS_API_URL and the token`, status);
+    }
+    if (status >= 500) throw new TransientError(`${path} answered HTTP ${status}${says}`, status);
+    if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${says}`, status);
+    if (status < 200 || status >= 300) throw new InvalidResponseError(`${path} answered HTTP ${status}`);
+    if (!json) throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${Buffer.byteLength(a.text)} bytes)`);
+    return json.value;
+  }
 }
 
-/** Maps one HTTP answer to a value or a named error. */
-function interpret(
-  status: number,
-  headers: Record<string, string | string[] | undefined>,
-  text: string,
-  path: string,
-  ticketId: string | undefined,
-  at: number,
-): unknown {
-  const contentType = String(headers['content-type'] ?? '');
-  const looksHtml = /text\/html/i.test(contentType) || /^\s*<(!doctype|html)/i.test(text);
-  if (looksHtml && status < 500) {
+/**
+ * What a reply POST's answer means. These are the rules every request had before the GETs got theirs; a POST's answer
+ * decides whether a reply may be sent again, so it keeps them until they are reviewed for that question on their own.
+ */
+function classifyReplyAnswer(a: HttpAnswer, path: string, ticketId: string): unknown {
+  const { status, headers, text } = a;
+  if (looksHtml(a) && status < 500) {
     // The service shows a login page instead of a JSON error when it does not take the request as an API call.
     throw new AuthError(`the API answered ${path} with an HTML page (HTTP ${status}), not JSON: check TICKETS_API_URL and the token`, status);
   }
-  if (status === 401 || status === 403) {
-    throw new AuthError(`the API rejected the token (HTTP ${status}${errorText(text)}): check TICKETS_API_TOKEN`, status);
-  }
-  if (status === 404 && ticketId !== undefined) throw new NotFoundError(ticketId);
-  if (status === 429) {
-    const retryAfter = headerInt(headers['retry-after']);
-    throw new RateLimitedError(`the API answered 429 to ${path}`, at + (retryAfter ?? 60) * 1000);
-  }
+  const json = parseJson(text);
+  const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? `: ${json.value.error.slice(0, 200)}` : '';
+  if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${apiError}): check TICKETS_API_TOKEN`, status);
+  if (status === 404) throw new NotFoundError(ticketId);
+  if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(headers));
   if (status >= 500) throw new TransientError(`${path} answered HTTP ${status}`, status);
-  if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${errorText(text)}`, status);
+  if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${apiError}`, status);
   if (status < 200 || status >= 300) throw new InvalidResponseError(`${path} answered HTTP ${status}`);
+  if (!json) throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${Buffer.byteLength(text)} bytes)`);
+  return json.value;
+}
+
+function looksHtml(a: HttpAnswer): boolean {
+  return /text\/html/i.test(String(a.headers['content-type'] ?? '')) || /^\s*<(!doctype|html)/i.test(a.text);
+}
+
+/** The body as JSON, or null when it is empty or not JSON. */
+function parseJson(text: string): { value: unknown } | null {
+  if (text.trim() === '') return null;
   try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${text.length} bytes)`, { cause: error });
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return null;
   }
 }
 
-function errorText(text: string): string {
-  try {
-    const body = JSON.parse(text) as unknown;
-    if (isObject(body) && typeof body.error === 'string') return `: ${body.error.slice(0, 200)}`;
-  } catch {
-    // Not JSON: say nothing more.
-  }
-  return '';
+/** Retry-After in seconds; 60 s when absent. */
+function retryAfterMs(headers: IncomingHttpHeaders): number {
+  return (headerInt(headers['retry-after']) ?? 60) * 1000;
 }
 
 function headerInt(value: string | string[] | undefined): number | null {

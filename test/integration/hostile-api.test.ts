@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { createLogger } from '../../src/logger.ts';
+import type { ScriptedAnswer } from '../../src/simulator/index.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
-import { virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+import { count, mirrorAsTruth, truthOf, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 
 /**
  * Answers that did not come from the API, met by the whole sync core: the simulator over real HTTP, a real database,
@@ -11,11 +12,16 @@ import { virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
  * send a request the ledger does not count.
  */
 
+const MIN = 60_000;
 const logger = createLogger('silent');
 
 describe.each(backends)('answers that are not the API’s, in sync passes on $name', { timeout: 180_000 }, ({ open }) => {
   let database: TestDatabase;
   let m: VirtualMirror;
+  const deleted = () => count(m.db, sql`select count(*)::int as n from tickets where deleted_at is not null`);
+  const synced = async () =>
+    (await count(m.db, sql`select count(*)::int as n from tickets`)) > 0 &&
+    (await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null and deleted_at is null`)) === 0;
 
   beforeEach(async () => {
     database = await open();
@@ -24,6 +30,23 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
   afterEach(async () => {
     await m.close();
     await database.destroy();
+  });
+
+  it.each<[string, ScriptedAnswer]>([
+    ["a gateway's 404 {message}", { status: 404, headers: { 'content-type': 'application/json' }, body: '{"message":"Not Found"}' }],
+    ['an HTML 404 page', { status: 404, headers: { 'content-type': 'text/html' }, body: '<!DOCTYPE html><html><body><h1>404</h1></body></html>' }],
+    ['an empty 404', { status: 404 }],
+  ])('%s to every detail marks no ticket deleted, and the mirror completes once it stops', async (_, answer) => {
+    m.sim.faults.inject({ kind: 'answer', match: /^\/api\/v1\/ticket\//, answer, times: 100_000 });
+    await m.runFor(30 * MIN);
+    const gateway404s = m.sim.log.filter((r) => r.path.startsWith('/api/v1/ticket/') && r.status === 404);
+    expect(gateway404s.length).toBeGreaterThan(0);
+    expect(await deleted()).toBe(0);
+
+    m.sim.faults.clear();
+    await m.runUntil(synced);
+    expect(await deleted()).toBe(0);
+    expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
   });
 
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {

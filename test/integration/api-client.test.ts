@@ -1,0 +1,100 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ApiClient, type ApiClientOptions, type LedgerEntry, type LedgerStart } from '../../src/api/client.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { NotFoundError, TransientError } from '../../src/errors.ts';
+import { startSimulator, type FaultSpec, type RunningSimulator, type ScriptedAnswer } from '../../src/simulator/index.ts';
+import { BudgetGate } from '../../src/sync/gate.ts';
+
+/**
+ * The API client against the simulator over real HTTP, with answers no well-behaved API gives: each must end in a
+ * named error after a bounded number of requests (never a retry storm), and only the API's own word may say that a
+ * ticket is gone or that the token is refused. Time is a ManualClock that the client's back-off sleeps advance.
+ */
+
+const MIN = 60_000;
+const JSON_TYPE = { 'content-type': 'application/json' };
+const HTML_TYPE = { 'content-type': 'text/html; charset=UTF-8' };
+const HTML_PAGE = '<!DOCTYPE html>\n<html><head><title>Log in</title></head><body><form></form></body></html>\n';
+
+interface Harness {
+  client: ApiClient;
+  clock: ManualClock;
+  opened: LedgerStart[];
+  settled: LedgerEntry[];
+}
+
+function harness(sim: RunningSimulator, clock: ManualClock, options: Partial<ApiClientOptions> = {}): Harness {
+  const opened: LedgerStart[] = [];
+  const settled: LedgerEntry[] = [];
+  const gate = new BudgetGate({ limits: { daily: 100_000, minute: 100_000, reserve: 0 }, clock, samples: [], realTimeInterval: false });
+  const client = new ApiClient({
+    baseUrl: sim.url,
+    token: sim.token,
+    clock,
+    gate,
+    record: async (start) => {
+      opened.push(start);
+      return async (entry) => {
+        settled.push(entry);
+      };
+    },
+    sleep: async (ms) => {
+      clock.advance(ms);
+    },
+    random: () => 0,
+    ...options,
+  });
+  return { client, clock, opened, settled };
+}
+
+async function failure(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected the request to fail');
+}
+
+describe('the API client facing hostile answers, over real HTTP', () => {
+  let sim: RunningSimulator;
+  let clock: ManualClock;
+  let h: Harness;
+  let ticket: string;
+  const apiRequests = () => sim.log.filter((r) => r.path.startsWith('/api/'));
+
+  beforeEach(async () => {
+    clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
+    sim = await startSimulator({ seed: 3, openTickets: 3, resolvedTickets: 2, clock, minuteLimit: 1000, dailyLimit: 100_000 });
+    h = harness(sim, clock);
+    ticket = sim.model.randomTicketId('open')!;
+  });
+  afterEach(() => sim.close());
+
+  const answer = (a: ScriptedAnswer, times = 3): FaultSpec => ({ kind: 'answer', match: '/api/v1/ticket/', answer: a, times });
+
+  // Every fault is offered 3 times, as many as the client's attempts: `requests` says how many it took.
+  const detailCases: Array<[string, FaultSpec, new (...args: never[]) => Error, number]> = [
+    ["a gateway's 404 {message}", answer({ status: 404, headers: JSON_TYPE, body: '{"message":"Not Found"}' }), TransientError, 3],
+    ['an HTML 404 page', answer({ status: 404, headers: HTML_TYPE, body: HTML_PAGE }), TransientError, 3],
+    ['an empty 404', answer({ status: 404, body: '' }), TransientError, 3],
+    ['a 404 whose error is not a string', answer({ status: 404, headers: JSON_TYPE, body: '{"error":{"code":404}}' }), TransientError, 3],
+  ];
+
+  it.each(detailCases)('a detail answered with %s', async (_, fault, errorClass, requests) => {
+    sim.faults.inject(fault);
+    const error = await failure(h.client.detail(ticket));
+    expect(error).toBeInstanceOf(errorClass);
+    expect(error).not.toBeInstanceOf(NotFoundError);
+    expect(apiRequests()).toHaveLength(requests);
+    // Each request was recorded once before it went out and settled once.
+    expect(h.opened).toHaveLength(requests);
+    expect(h.settled).toHaveLength(requests);
+  });
+
+  it("only the API's own 404 {error} says a ticket is gone, after one request", async () => {
+    const error = await failure(h.client.detail('Nope1234'));
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(apiRequests()).toHaveLength(1);
+  });
+});
