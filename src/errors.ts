@@ -60,6 +60,14 @@ export class TransientError extends Error {
   }
 }
 
+/**
+ * An answer that did not come from the API — an HTML page — after the token had worked in this process: a proxy or
+ * gateway hiccup, retried like a server error. The client turns it into an AuthError once it persists.
+ */
+export class NotApiAnswerError extends TransientError {
+  override name = 'NotApiAnswerError';
+}
+
 /** A response that does not have the shape the spec gives (bad JSON, wrong types). Never retried blindly. */
 export class InvalidResponseError extends Error {
   override name = 'InvalidResponseError';

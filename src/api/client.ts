@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import {
   AuthError,
   InvalidResponseError,
+  NotApiAnswerError,
   NotFoundError,
   RateLimitedError,
   RequestRejectedError,
@@ -20,7 +21,8 @@ import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } fr
  * failing service costs a handful of requests, never a storm.
  *
  * Hostile answers (see `classify`): only the API's own JSON counts as the API's word. A 404 without its `{error}` body
- * is a gateway's, and transient; an HTML page says the URL or the token is wrong.
+ * is a gateway's, and transient; an HTML page is a configuration or token problem until the token has worked in this
+ * client, and after that a hiccup, retried, until it persists.
  */
 
 /** What the ledger knows of a request before it is sent. */
@@ -90,9 +92,17 @@ interface HttpAnswer {
   at: number;
 }
 
+/** An HTML page after the token has worked becomes an AuthError on this many answers in a row … */
+const PAGES_FOR_AUTH = 3;
+/** … spread over at least this long (clock time): a hiccup passes sooner. */
+const PAGES_FOR_AUTH_MS = 2 * 60_000;
 
 export class ApiClient {
   readonly #o: Required<Omit<ApiClientOptions, 'signal'>> & { signal?: AbortSignal };
+  /** JSON has come back from the API through this client: from now on a page in its place is a hiccup first. */
+  #worked = false;
+  /** HTML pages in a row after the token had worked: how many, and when the first arrived. */
+  #pages: { count: number; firstAt: number } | null = null;
 
   constructor(options: ApiClientOptions) {
     this.#o = {
@@ -143,6 +153,7 @@ export class ApiClient {
     if (!isObject(body) || typeof body.id !== 'string' || body.id === '' || typeof body.created_at !== 'string') {
       throw new InvalidResponseError(`the reply to ${id} was answered with ${describe(body)}, not {id, created_at}`);
     }
+    this.#worked = true;
     return response as ApiResponse<{ id: string; created_at: string }>;
   }
 
@@ -227,7 +238,8 @@ export class ApiClient {
    * | 429                                                       | RateLimitedError                              |
    * | 404 with the API's `{"error": "…"}`                       | NotFoundError (detail) / RequestRejectedError |
    * | 404 with anything else (a gateway's, HTML, empty)         | TransientError                                |
-   * | an HTML page (other than a 404 or 5xx)                    | AuthError                                     |
+   * | an HTML page (other than a 404 or 5xx)                    | AuthError until the token has worked; then    |
+   * |                                                           | NotApiAnswerError, AuthError once persisting  |
    * | 5xx                                                       | TransientError                                |
    * | other 4xx                                                 | RequestRejectedError                          |
    * | not 2xx                                                   | InvalidResponseError                          |
@@ -239,6 +251,8 @@ export class ApiClient {
     const json = parseJson(a.text);
     const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? json.value.error.slice(0, 200) : null;
     const says = apiError ? `: ${apiError}` : '';
+    // Any JSON answer ends a run of pages: the way to the API is open.
+    if (json) this.#pages = null;
     if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${says}): check TICKETS_API_TOKEN`, status);
     if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
     if (status === 404) {
@@ -248,15 +262,30 @@ export class ApiClient {
       if (ticketId !== undefined) throw new NotFoundError(ticketId);
       throw new RequestRejectedError(`${path} answered HTTP 404${says}`, status);
     }
-    if (status < 500 && !json && looksHtml(a)) {
-      // The service shows a login page instead of a JSON error when it does not take the request as an API call.
-      throw new AuthError(`the API answered ${path} with an HTML page (HTTP ${status}), not JSON: check TICKETS_API_URL and the token`, status);
-    }
+    if (status < 500 && !json && looksHtml(a)) this.#notApiAnswer(a, path);
     if (status >= 500) throw new TransientError(`${path} answered HTTP ${status}${says}`, status);
     if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${says}`, status);
     if (status < 200 || status >= 300) throw new InvalidResponseError(`${path} answered HTTP ${status}`);
     if (!json) throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${Buffer.byteLength(a.text)} bytes)`);
+    this.#worked = true;
     return json.value;
+  }
+
+  /** An HTML page where JSON was expected. */
+  #notApiAnswer(a: HttpAnswer, path: string): never {
+    const what = `an HTML page (HTTP ${a.status}), not JSON`;
+    // Nothing has worked yet: the URL or the token is wrong (the service shows its login page to requests it does not
+    // take as API calls), and retrying cannot help.
+    if (!this.#worked) throw new AuthError(`the API answered ${path} with ${what}: check TICKETS_API_URL and the token`, a.status);
+    const pages = (this.#pages = this.#pages ? { ...this.#pages, count: this.#pages.count + 1 } : { count: 1, firstAt: a.at });
+    const spanMs = a.at - pages.firstAt;
+    if (pages.count >= PAGES_FOR_AUTH && spanMs >= PAGES_FOR_AUTH_MS) {
+      throw new AuthError(
+        `the API answered ${path} with ${what}, ${pages.count} times in a row over ${Math.round(spanMs / 1000)} s: check TICKETS_API_URL and the token`,
+        a.status,
+      );
+    }
+    throw new NotApiAnswerError(`${path} answered with ${what} (${pages.count} in a row; a proxy or gateway?): retrying`, a.status);
   }
 }
 

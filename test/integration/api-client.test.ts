@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiClient, type ApiClientOptions, type LedgerEntry, type LedgerStart } from '../../src/api/client.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { NotFoundError, TransientError } from '../../src/errors.ts';
+import {
+  AuthError,
+  NotApiAnswerError,
+  NotFoundError,
+  TransientError,
+} from '../../src/errors.ts';
 import { startSimulator, type FaultSpec, type RunningSimulator, type ScriptedAnswer } from '../../src/simulator/index.ts';
 import { BudgetGate } from '../../src/sync/gate.ts';
 
@@ -79,6 +84,7 @@ describe('the API client facing hostile answers, over real HTTP', () => {
     ['an HTML 404 page', answer({ status: 404, headers: HTML_TYPE, body: HTML_PAGE }), TransientError, 3],
     ['an empty 404', answer({ status: 404, body: '' }), TransientError, 3],
     ['a 404 whose error is not a string', answer({ status: 404, headers: JSON_TYPE, body: '{"error":{"code":404}}' }), TransientError, 3],
+    ['a 200 login page before the token has worked', { kind: 'html', times: 3 }, AuthError, 1],
   ];
 
   it.each(detailCases)('a detail answered with %s', async (_, fault, errorClass, requests) => {
@@ -96,5 +102,62 @@ describe('the API client facing hostile answers, over real HTTP', () => {
     const error = await failure(h.client.detail('Nope1234'));
     expect(error).toBeInstanceOf(NotFoundError);
     expect(apiRequests()).toHaveLength(1);
+  });
+});
+
+describe('an HTML page after the token has worked (a proxy hiccup), over real HTTP', () => {
+  let sim: RunningSimulator;
+  let clock: ManualClock;
+  let h: Harness;
+  let ticket: string;
+
+  beforeEach(async () => {
+    clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
+    sim = await startSimulator({ seed: 3, openTickets: 3, resolvedTickets: 2, clock, minuteLimit: 1000, dailyLimit: 100_000 });
+    h = harness(sim, clock);
+    ticket = sim.model.randomTicketId('open')!;
+  });
+  afterEach(() => sim.close());
+
+  it('at start-up, before any JSON, one login page is a rejected token: one request, AuthError', async () => {
+    sim.faults.inject({ kind: 'html', times: 5 });
+    expect(await failure(h.client.list('open'))).toBeInstanceOf(AuthError);
+    expect(sim.log).toHaveLength(1);
+  });
+
+  it('once JSON has come back, a single login page is retried at once and the request succeeds', async () => {
+    await h.client.list('open');
+    sim.faults.inject({ kind: 'html' });
+    const started = clock.now();
+    await expect(h.client.detail(ticket)).resolves.toMatchObject({ status: 200 });
+    expect(sim.log.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(clock.now() - started).toBeLessThan(MIN);
+  });
+
+  it('becomes an AuthError only after 3 pages in a row spread over at least 2 minutes', async () => {
+    await h.client.list('open');
+    sim.faults.inject({ kind: 'html', times: 100 });
+    // 3 pages within seconds: transient.
+    expect(await failure(h.client.detail(ticket))).toBeInstanceOf(NotApiAnswerError);
+    expect(sim.log).toHaveLength(4);
+    clock.advance(MIN);
+    expect(await failure(h.client.detail(ticket))).toBeInstanceOf(NotApiAnswerError);
+    expect(sim.log).toHaveLength(7);
+    clock.advance(MIN);
+    // The 7th page in a row, more than 2 minutes after the first: the token (or the URL) is the problem; not retried.
+    const error = await failure(h.client.detail(ticket));
+    expect(error).toBeInstanceOf(AuthError);
+    expect(error.message).toMatch(/7 times in a row over 1\d\d s/);
+    expect(sim.log).toHaveLength(8);
+  });
+
+  it('a JSON answer in between starts the count again', async () => {
+    await h.client.list('open');
+    for (let round = 0; round < 4; round++) {
+      sim.faults.inject({ kind: 'html', times: 2 });
+      await expect(h.client.detail(ticket)).resolves.toMatchObject({ status: 200 });
+      clock.advance(MIN);
+    }
+    expect(sim.log.filter((r) => r.status === 200 && r.path.startsWith('/api/v1/ticket/'))).toHaveLength(12);
   });
 });

@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Daemon } from '../../src/daemon/daemon.ts';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { ScriptedAnswer } from '../../src/simulator/index.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
-import { count, mirrorAsTruth, truthOf, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+import { count, mirrorAsTruth, TICK_MS, truthOf, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 
 /**
  * Answers that did not come from the API, met by the whole sync core: the simulator over real HTTP, a real database,
@@ -47,6 +48,30 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     await m.runUntil(synced);
     expect(await deleted()).toBe(0);
     expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
+  });
+
+  it('after the token has worked, login pages on a poll make the daemon try again within a minute, not back off 15 min', async () => {
+    await m.runUntil(synced);
+    const daemon = new Daemon({ engine: m.engine, clock: m.clock, logger });
+    // Every attempt of one poll of the open list meets a login page (a proxy's hiccup).
+    m.sim.faults.inject({ kind: 'html', match: /^\/api\/v1\/tickets$/, times: 3 });
+    for (let i = 0; i < 400 && m.sim.faults.pending > 0; i++) {
+      await daemon.tick();
+      m.clock.advance(TICK_MS);
+    }
+    expect(m.sim.faults.pending).toBe(0);
+    expect(daemon.health.state).not.toBe('auth_failed');
+    const lastPage = m.sim.log.length;
+    const pageAt = m.sim.log.at(-1)!.at;
+    for (let i = 0; i < 20 && m.sim.log.length === lastPage; i++) {
+      await daemon.tick();
+      m.clock.advance(TICK_MS);
+    }
+    const next = m.sim.log[lastPage]!;
+    expect(next).toMatchObject({ path: '/api/v1/tickets', status: 200 });
+    expect(next.at - pageAt).toBeLessThanOrEqual(MIN);
+    expect(daemon.health.state).toBe('ok');
+    await daemon.stop();
   });
 
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {

@@ -1,0 +1,42 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { freshPostgres, postgresUrl, type TestDatabase } from '../helpers/db.ts';
+import { runCli } from '../helpers/runProcess.ts';
+
+/**
+ * `ticket-mirror sync` as a child process, configured by its environment alone, against answers the API would not
+ * give: what it exits with, what it says, and what it spent.
+ */
+describe.skipIf(!postgresUrl)('ticket-mirror sync facing answers that are not the API’s', () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let database: TestDatabase;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 6, openTickets: 3, resolvedTickets: 2 });
+    dir = mkdtempSync(join(tmpdir(), 'tm-cli-answers-'));
+  });
+  afterAll(async () => {
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(async () => {
+    database = await freshPostgres('tm_cli');
+    sim.log.length = 0;
+    sim.faults.clear();
+    env = { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, DATABASE_URL: postgresUrl!, DB_SCHEMA: database.schema, LOG_LEVEL: 'silent' };
+  });
+  afterEach(() => database.destroy());
+
+  it('a login page on the very first request is a configuration error: exit 2, one request, one clear line', async () => {
+    sim.faults.inject({ kind: 'html', times: 10 });
+    const result = await runCli(['sync'], env, dir);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^ticket-mirror: the API answered \/api\/v1\/tickets\S* with an HTML page \(HTTP 200\), not JSON: check TICKETS_API_URL and the token\n$/);
+    expect(sim.log).toHaveLength(1);
+  }, 60_000);
+});
