@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import got, { type Method, RequestError } from 'got';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import got, { type Method, type RequestFunction, RequestError } from 'got';
 import type { Clock } from '../clock.ts';
 import {
   AuthError,
@@ -29,6 +31,7 @@ import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } fr
 export interface LedgerStart {
   at: number;
   method: string;
+  /** The request target as sent (escaped). */
   path: string;
   kind: RequestKind;
 }
@@ -99,6 +102,8 @@ const PAGES_FOR_AUTH_MS = 2 * 60_000;
 
 export class ApiClient {
   readonly #o: Required<Omit<ApiClientOptions, 'signal'>> & { signal?: AbortSignal };
+  /** The path of the base URL (`/helpdesk` in `https://host/helpdesk`), prefixed to every request target. */
+  readonly #basePath: string;
   /** JSON has come back from the API through this client: from now on a page in its place is a hiccup first. */
   #worked = false;
   /** HTML pages in a row after the token had worked: how many, and when the first arrived. */
@@ -115,6 +120,7 @@ export class ApiClient {
       ...options,
       baseUrl: options.baseUrl.replace(/\/+$/, ''),
     };
+    this.#basePath = new URL(this.#o.baseUrl).pathname.replace(/\/+$/, '');
   }
 
   /** Endpoints 1–4. The body must be an array of objects; items are checked further by the differ. */
@@ -193,6 +199,7 @@ export class ApiClient {
           'user-agent': 'ticket-mirror',
         },
         body: json === undefined ? undefined : JSON.stringify(json),
+        request: sendPathAsIs(this.#basePath + path),
         responseType: 'text',
         throwHttpErrors: false,
         followRedirect: false,
@@ -309,6 +316,14 @@ function classifyReplyAnswer(a: HttpAnswer, path: string, ticketId: string): unk
   if (status < 200 || status >= 300) throw new InvalidResponseError(`${path} answered HTTP ${status}`);
   if (!json) throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${Buffer.byteLength(text)} bytes)`);
   return json.value;
+}
+
+/**
+ * Sends `target` as the request target exactly as given. got parses its URL, and URL parsing resolves `%2E%2E` as
+ * `..` (WHATWG URL): the escaped id `..` would become another path. Node's `path` option is sent verbatim.
+ */
+function sendPathAsIs(target: string): RequestFunction {
+  return (url, options, callback) => (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { ...options, path: target }, callback);
 }
 
 function looksHtml(a: HttpAnswer): boolean {

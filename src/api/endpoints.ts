@@ -10,8 +10,18 @@ export const LIST_PATHS: Record<ListName, string> = {
   resolved: '/api/v1/tickets/resolved',
 };
 
-export const detailPath = (id: string) => `/api/v1/ticket/${encodeURIComponent(id)}`;
-export const replyPath = (id: string) => `/api/v1/ticket/${encodeURIComponent(id)}/reply`;
+export const detailPath = (id: string) => `/api/v1/ticket/${pathSegment(id)}`;
+export const replyPath = (id: string) => `/api/v1/ticket/${pathSegment(id)}/reply`;
+
+/**
+ * A value as one path segment, whatever it holds: percent-encoded so that no `/`, `?`, `#` or `%` in it ends or changes
+ * the segment, and never a dot-segment — `.` and `..` become `%2E` and `%2E%2E`, which the client sends as they are
+ * (URL parsing would resolve even those; see the client's `sendPathAsIs`).
+ */
+export function pathSegment(value: string): string {
+  const encoded = encodeURIComponent(value);
+  return encoded === '.' || encoded === '..' ? encoded.replaceAll('.', '%2E') : encoded;
+}
 
 /**
  * What a request was for; stored in `api_requests.kind`. `detail` answers a change a list showed; `backfill` fetches a

@@ -161,3 +161,36 @@ describe('an HTML page after the token has worked (a proxy hiccup), over real HT
     expect(sim.log.filter((r) => r.status === 200 && r.path.startsWith('/api/v1/ticket/'))).toHaveLength(12);
   });
 });
+
+describe('path segments are sent as one segment, exactly, over real HTTP', () => {
+  let sim: RunningSimulator;
+  let h: Harness;
+
+  beforeEach(async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
+    sim = await startSimulator({ seed: 3, openTickets: 1, resolvedTickets: 0, clock });
+    h = harness(sim, clock);
+  });
+  afterEach(() => sim.close());
+
+  it.each([
+    ['..', '/api/v1/ticket/%2E%2E'],
+    ['.', '/api/v1/ticket/%2E'],
+    ['...', '/api/v1/ticket/...'],
+    ['a/b', '/api/v1/ticket/a%2Fb'],
+    ['../tickets', '/api/v1/ticket/..%2Ftickets'],
+    ['%2F', '/api/v1/ticket/%252F'],
+    ['?x', '/api/v1/ticket/%3Fx'],
+    ['#', '/api/v1/ticket/%23'],
+    ['é ü', '/api/v1/ticket/%C3%A9%20%C3%BC'],
+  ])('the id %j is requested as %s, and is not found', async (id, target) => {
+    expect(await failure(h.client.detail(id))).toEqual(new NotFoundError(id));
+    expect(sim.log.map((r) => r.path)).toEqual([target]);
+    expect(h.settled.map((e) => e.path)).toEqual([target]);
+  });
+
+  it('a reply to the id ".." goes to that ticket, never to another path', async () => {
+    expect(await failure(h.client.reply('..', 'Hello there'))).toBeInstanceOf(NotFoundError);
+    expect(sim.log.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /api/v1/ticket/%2E%2E/reply']);
+  });
+});
