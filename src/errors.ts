@@ -68,6 +68,19 @@ export class NotApiAnswerError extends TransientError {
   override name = 'NotApiAnswerError';
 }
 
+/** An answer larger than API_MAX_RESPONSE_BYTES: that request failed (it is not retried at once: it would be as big). */
+export class ResponseTooLargeError extends TransientError {
+  override name = 'ResponseTooLargeError';
+  constructor(
+    message: string,
+    /** Bytes announced (Content-Length) or, without one, read when reading stopped. */
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(message);
+  }
+}
+
 /** A response that does not have the shape the spec gives (bad JSON, wrong types). Never retried blindly. */
 export class InvalidResponseError extends Error {
   override name = 'InvalidResponseError';

@@ -10,6 +10,7 @@ import {
   NotFoundError,
   RateLimitedError,
   RequestRejectedError,
+  ResponseTooLargeError,
   TransientError,
 } from '../errors.ts';
 import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } from './endpoints.ts';
@@ -24,7 +25,7 @@ import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } fr
  *
  * Hostile answers (see `classify`): only the API's own JSON counts as the API's word. A 404 without its `{error}` body
  * is a gateway's, and transient; an HTML page is a configuration or token problem until the token has worked in this
- * client, and after that a hiccup, retried, until it persists.
+ * client, and after that a hiccup, retried, until it persists; an answer over `maxResponseBytes` is cut off.
  */
 
 /** What the ledger knows of a request before it is sent. */
@@ -71,6 +72,8 @@ export interface ApiClientOptions {
   backoffMs?: number;
   /** @default 30000 */
   maxBackoffMs?: number;
+  /** Largest response body read (after decompression); a larger answer fails. @default 67108864 (64 MiB) */
+  maxResponseBytes?: number;
   /** Abortable sleep; the virtual-time runner passes one that advances its clock. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Source of jitter in [0, 1). @default Math.random */
@@ -95,6 +98,8 @@ interface HttpAnswer {
   at: number;
 }
 
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
 /** An HTML page after the token has worked becomes an AuthError on this many answers in a row … */
 const PAGES_FOR_AUTH = 3;
 /** … spread over at least this long (clock time): a hiccup passes sooner. */
@@ -115,6 +120,7 @@ export class ApiClient {
       attempts: 3,
       backoffMs: 2_000,
       maxBackoffMs: 30_000,
+      maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
       sleep: abortableSleep,
       random: Math.random,
       ...options,
@@ -163,7 +169,7 @@ export class ApiClient {
     return response as ApiResponse<{ id: string; created_at: string }>;
   }
 
-  /** A GET, retried on transient trouble. */
+  /** A GET, retried on transient trouble (an answer too large excepted: it would be as large again). */
   async #get(path: string, kind: RequestKind, ticketId?: string): Promise<ApiResponse<unknown>> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -172,7 +178,8 @@ export class ApiClient {
           return { body: this.#classify(answer, path, ticketId), status: answer.status, at: answer.at };
         });
       } catch (error) {
-        if (!(error instanceof TransientError) || attempt >= this.#o.attempts) throw error;
+        const retry = error instanceof TransientError && !(error instanceof ResponseTooLargeError);
+        if (!retry || attempt >= this.#o.attempts) throw error;
         const ceiling = Math.min(this.#o.maxBackoffMs, this.#o.backoffMs * 2 ** (attempt - 1));
         await this.#o.sleep(Math.round(ceiling * (0.5 + this.#o.random() / 2)), this.#o.signal);
       }
@@ -180,8 +187,8 @@ export class ApiClient {
   }
 
   /**
-   * One HTTP exchange: ledger record first, then the request (redirects not followed), then the record settled. Throws
-   * TransientError when no whole answer arrived (network, timeout).
+   * One HTTP exchange: ledger record first, then the request (redirects not followed, body capped), then the record
+   * settled. Throws TransientError when no whole answer arrived (network, timeout), ResponseTooLargeError past the cap.
    */
   async #send(method: Method, path: string, kind: RequestKind, json?: unknown): Promise<HttpAnswer> {
     const at = this.#o.clock.now();
@@ -189,6 +196,7 @@ export class ApiClient {
     const settle = await this.#o.record({ at, method, path, kind });
     let status: number | null = null;
     let headers: IncomingHttpHeaders = {};
+    const cap = this.#o.maxResponseBytes;
     try {
       const request = got(this.#o.baseUrl + path, {
         method,
@@ -207,6 +215,14 @@ export class ApiClient {
         timeout: { request: this.#o.timeoutMs },
         signal: this.#o.signal,
       });
+      let over: { bytes: number; announced: boolean } | null = null;
+      // The first progress event carries the Content-Length; the next ones count the bytes read (decompressed).
+      request.on('downloadProgress', ({ transferred, total }) => {
+        if (over) return;
+        if (total !== undefined && total > cap) over = { bytes: total, announced: true };
+        else if (transferred > cap) over = { bytes: transferred, announced: false };
+        if (over) request.cancel();
+      });
       try {
         const response = await request;
         status = response.statusCode;
@@ -216,6 +232,11 @@ export class ApiClient {
         if (error instanceof RequestError && error.response) {
           status = error.response.statusCode;
           headers = error.response.headers;
+        }
+        if (over) {
+          const { bytes, announced } = over;
+          const size = announced ? `Content-Length ${bytes} bytes` : `more than ${bytes} bytes read without a Content-Length; reading stopped`;
+          throw new ResponseTooLargeError(`${method} ${path}: the answer is larger than the ${cap}-byte cap of API_MAX_RESPONSE_BYTES (${size})`, bytes, cap);
         }
         if (error instanceof RequestError) {
           throw new TransientError(`${method} ${path}: ${error.code ?? error.message}`, undefined, { cause: error });

@@ -65,6 +65,16 @@ const EnvSchema = z.object({
   API_DAILY_LIMIT: positiveInt(1440),
   /** Requests per minute. @default 60 */
   API_MINUTE_LIMIT: positiveInt(60),
+  /**
+   * Largest API answer read, in bytes; a larger one fails that request. At most 512 MiB: an answer is held as one
+   * string, and V8's strings end not far above. @default 67108864 (64 MiB)
+   */
+  API_MAX_RESPONSE_BYTES: z.coerce
+    .number({ error: 'must be a number of bytes' })
+    .int('must be a whole number of bytes')
+    .min(1024, 'must be at least 1024 bytes')
+    .max(512 * 1024 * 1024, 'must be at most 536870912 (512 MiB)')
+    .default(64 * 1024 * 1024),
   /** Fraction of both limits left unused for other clients of the token. @default 0.1 */
   API_RESERVE: z.coerce
     .number({ error: 'must be a number' })
@@ -96,6 +106,7 @@ export interface Config {
   readonly dailyLimit: number;
   readonly minuteLimit: number;
   readonly reserve: number;
+  readonly maxResponseBytes: number;
   readonly httpPort: number;
   readonly httpHost: string;
   readonly logLevel: LogLevel;
@@ -143,6 +154,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     dailyLimit: e.API_DAILY_LIMIT,
     minuteLimit: e.API_MINUTE_LIMIT,
     reserve: e.API_RESERVE,
+    maxResponseBytes: e.API_MAX_RESPONSE_BYTES,
     httpPort: e.HTTP_PORT,
     httpHost: e.HTTP_HOST,
     logLevel: e.LOG_LEVEL,

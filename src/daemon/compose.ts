@@ -15,6 +15,7 @@ export function createEngine(config: Config, database: Database, logger: Logger,
     clock,
     limits: { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve },
     logger,
+    maxResponseBytes: config.maxResponseBytes,
     ...(signal ? { signal } : {}),
   });
   logPasses(engine, logger);

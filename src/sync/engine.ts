@@ -52,6 +52,8 @@ export interface EngineOptions {
   signal?: AbortSignal;
   /** Requests in flight at once. @default 2 */
   concurrency?: number;
+  /** Largest API answer read (API_MAX_RESPONSE_BYTES). @default 64 MiB, the client's */
+  maxResponseBytes?: number;
 }
 
 export class SyncEngine {
@@ -81,6 +83,7 @@ export class SyncEngine {
       clock,
       gate: this.#gate,
       record: (start) => this.#record(start),
+      ...(this.#o.maxResponseBytes ? { maxResponseBytes: this.#o.maxResponseBytes } : {}),
       ...(this.#o.sleep ? { sleep: this.#o.sleep } : {}),
       ...(this.#o.signal ? { signal: this.#o.signal } : {}),
     });

@@ -5,6 +5,7 @@ import {
   AuthError,
   NotApiAnswerError,
   NotFoundError,
+  ResponseTooLargeError,
   TransientError,
 } from '../../src/errors.ts';
 import { startSimulator, type FaultSpec, type RunningSimulator, type ScriptedAnswer } from '../../src/simulator/index.ts';
@@ -159,6 +160,49 @@ describe('an HTML page after the token has worked (a proxy hiccup), over real HT
       clock.advance(MIN);
     }
     expect(sim.log.filter((r) => r.status === 200 && r.path.startsWith('/api/v1/ticket/'))).toHaveLength(12);
+  });
+});
+
+describe('the response size cap, over real HTTP', () => {
+  let sim: RunningSimulator;
+  let clock: ManualClock;
+
+  beforeEach(async () => {
+    clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
+    sim = await startSimulator({ seed: 3, openTickets: 3, resolvedTickets: 2, clock });
+  });
+  afterEach(() => sim.close());
+
+  it('an answer over the cap with a Content-Length fails that request, named with its size, without a retry', async () => {
+    const h = harness(sim, clock, { maxResponseBytes: 64 * 1024 });
+    sim.faults.inject({ kind: 'oversized', bytes: 300_000, times: 3 });
+    const error = await failure(h.client.list('open'));
+    expect(error).toBeInstanceOf(ResponseTooLargeError);
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error.message).toContain('Content-Length 300000 bytes');
+    expect(error.message).toContain('65536-byte cap of API_MAX_RESPONSE_BYTES');
+    expect((error as ResponseTooLargeError).bytes).toBe(300_000);
+    expect(sim.log).toHaveLength(1);
+    expect(h.settled).toEqual([expect.objectContaining({ status: 200, path: '/api/v1/tickets' })]);
+  });
+
+  it('a streamed answer without a Content-Length is cut off once past the cap', async () => {
+    const h = harness(sim, clock, { maxResponseBytes: 64 * 1024 });
+    sim.faults.inject({ kind: 'oversized', bytes: 4_000_000, chunked: true });
+    const error = await failure(h.client.list('open'));
+    expect(error).toBeInstanceOf(ResponseTooLargeError);
+    expect(error.message).toMatch(/more than \d+ bytes read without a Content-Length; reading stopped/);
+    const read = (error as ResponseTooLargeError).bytes;
+    expect(read).toBeGreaterThan(64 * 1024);
+    // Stopped within a few of the simulator's 64 KiB pieces, far from the 4 MB sent.
+    expect(read).toBeLessThan(512 * 1024);
+    expect(sim.log).toHaveLength(1);
+  });
+
+  it('an answer just under the cap is read', async () => {
+    const h = harness(sim, clock, { maxResponseBytes: 64 * 1024 });
+    sim.faults.inject({ kind: 'oversized', bytes: 64 * 1024, chunked: true });
+    await expect(h.client.list('open')).resolves.toMatchObject({ body: [] });
   });
 });
 

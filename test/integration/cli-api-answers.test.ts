@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { queryRows, sql } from '../../src/db/connect.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { freshPostgres, postgresUrl, type TestDatabase } from '../helpers/db.ts';
 import { runCli } from '../helpers/runProcess.ts';
@@ -38,5 +39,15 @@ describe.skipIf(!postgresUrl)('ticket-mirror sync facing answers that are not th
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^ticket-mirror: the API answered \/api\/v1\/tickets\S* with an HTML page \(HTTP 200\), not JSON: check TICKETS_API_URL and the token\n$/);
     expect(sim.log).toHaveLength(1);
+  }, 60_000);
+
+  it('an answer over API_MAX_RESPONSE_BYTES fails the pass with its size, once, and is in the ledger', async () => {
+    sim.faults.inject({ kind: 'oversized', bytes: 200_000, chunked: true, times: 10 });
+    const result = await runCli(['sync'], { ...env, API_MAX_RESPONSE_BYTES: '65536' }, dir);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/larger than the 65536-byte cap of API_MAX_RESPONSE_BYTES \(more than \d+ bytes read without a Content-Length; reading stopped\)/);
+    expect(sim.log).toHaveLength(1);
+    const rows = await queryRows<{ status: number | null }>(database.db, sql`select status from api_requests`);
+    expect(rows).toEqual([{ status: 200 }]);
   }, 60_000);
 });

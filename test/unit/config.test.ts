@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       dailyLimit: 1440,
       minuteLimit: 60,
       reserve: 0.1,
+      maxResponseBytes: 64 * 1024 * 1024,
       httpPort: 9464,
       httpHost: '127.0.0.1',
       logLevel: 'info',
@@ -50,6 +51,7 @@ describe('loadConfig', () => {
         API_DAILY_LIMIT: '1000',
         API_MINUTE_LIMIT: '30',
         API_RESERVE: '0.25',
+        API_MAX_RESPONSE_BYTES: '1048576',
         HTTP_PORT: '0',
         HTTP_HOST: '0.0.0.0',
         LOG_LEVEL: 'debug',
@@ -66,6 +68,7 @@ describe('loadConfig', () => {
       dailyLimit: 1000,
       minuteLimit: 30,
       reserve: 0.25,
+      maxResponseBytes: 1048576,
       httpPort: 0,
       httpHost: '0.0.0.0',
       logLevel: 'debug',
@@ -83,6 +86,7 @@ describe('loadConfig', () => {
           API_DAILY_LIMIT: 'lots',
           API_MINUTE_LIMIT: '0',
           API_RESERVE: '1.5',
+          API_MAX_RESPONSE_BYTES: '64MB',
           HTTP_PORT: '-1',
           LOG_LEVEL: 'chatty',
         },
@@ -93,6 +97,7 @@ describe('loadConfig', () => {
     expect(named).toEqual(
       [
         'API_DAILY_LIMIT',
+        'API_MAX_RESPONSE_BYTES',
         'API_MINUTE_LIMIT',
         'API_RESERVE',
         'DATABASE_URL',
@@ -170,5 +175,15 @@ describe('loadConfig', () => {
     const text = JSON.stringify(redactedConfig(config));
     expect(text).not.toContain('very-secret');
     expect(text).not.toContain('hunter2');
+  });
+
+  it.each([
+    ['0', /must be at least 1024 bytes/],
+    ['1.5', /must be a whole number of bytes/],
+    ['1073741824', /must be at most 536870912/],
+  ])('API_MAX_RESPONSE_BYTES=%s is refused by name', (value, message) => {
+    const [problem] = problemsOf(() => loadConfig({ API_MAX_RESPONSE_BYTES: value }, { cwd: emptyDir() }));
+    expect(problem).toMatch(/^API_MAX_RESPONSE_BYTES=/);
+    expect(problem).toMatch(message);
   });
 });
