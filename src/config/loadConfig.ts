@@ -135,7 +135,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const name = String(issue.path[0] ?? 'environment');
-      problems.push(`${name}=${JSON.stringify(merged[name] ?? '')} ${issue.message}`);
+      problems.push(`${name}=${JSON.stringify(maskSecrets(merged[name] ?? ''))} ${issue.message}`);
     }
   }
   const token = resolveToken(merged, cwd, problems);
@@ -191,8 +191,22 @@ export function redactedConfig(config: Config): Record<string, unknown> {
     ...config,
     apiToken: config.apiToken ? '[set]' : undefined,
     pglitePassword: config.pglitePassword ? '[set]' : undefined,
-    databaseUrl: config.databaseUrl?.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
+    databaseUrl: config.databaseUrl === undefined ? undefined : maskSecrets(config.databaseUrl),
   };
+}
+
+/**
+ * A value with the password of any `user:password@` in it, and of any `password=` parameter, replaced by `***`: what a
+ * message may show of a URL. Generous on purpose: a password holding `@` or `/` unescaped is masked whole.
+ */
+export function maskSecrets(value: string): string {
+  let masked = value.replace(/([?&]password=)[^&#]*/gi, '$1***');
+  const at = masked.lastIndexOf('@');
+  if (at === -1) return masked;
+  const start = masked.indexOf('//') === -1 || masked.indexOf('//') > at ? 0 : masked.indexOf('//') + 2;
+  const colon = masked.indexOf(':', start);
+  if (colon !== -1 && colon < at) masked = `${masked.slice(0, colon + 1)}***${masked.slice(at)}`;
+  return masked;
 }
 
 function readDotenv(cwd: string): Record<string, string> {

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
+import { loadConfig, maskSecrets, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'tm-config-'));
@@ -185,5 +185,34 @@ describe('loadConfig', () => {
     const [problem] = problemsOf(() => loadConfig({ API_MAX_RESPONSE_BYTES: value }, { cwd: emptyDir() }));
     expect(problem).toMatch(/^API_MAX_RESPONSE_BYTES=/);
     expect(problem).toMatch(message);
+  });
+
+  it('never echoes a password from a URL in a configuration error', () => {
+    const problems = problemsOf(() =>
+      loadConfig(
+        { DATABASE_URL: 'mysql://mirror:hunter2@db.example.com/x', TICKETS_API_URL: 'ftp://agent:s3cr%40t@help.example.com/' },
+        { cwd: emptyDir() },
+      ),
+    );
+    expect(problems).toHaveLength(2);
+    const text = problems.join('\n');
+    expect(text).not.toContain('hunter2');
+    expect(text).not.toContain('s3cr');
+    expect(text).toContain('DATABASE_URL="mysql://mirror:***@db.example.com/x"');
+    expect(text).toContain('TICKETS_API_URL="ftp://agent:***@help.example.com/"');
+  });
+});
+
+describe('maskSecrets', () => {
+  it.each([
+    ['postgres://me:hunter2@db:5432/x', 'postgres://me:***@db:5432/x'],
+    ['postgres://me:p@ss/w@rd@db/x', 'postgres://me:***@db/x'],
+    ['postgresql://db/x?user=me&password=hunter2&sslmode=require', 'postgresql://db/x?user=me&password=***&sslmode=require'],
+    ['me:hunter2@db/x', 'me:***@db/x'],
+    ['postgres://me@db:5432/x', 'postgres://me@db:5432/x'],
+    ['postgres://db:5432/x', 'postgres://db:5432/x'],
+    ['not a url', 'not a url'],
+  ])('%s → %s', (value, masked) => {
+    expect(maskSecrets(value)).toBe(masked);
   });
 });
