@@ -209,6 +209,28 @@ export function maskSecrets(value: string): string {
   return masked;
 }
 
+/**
+ * Warnings about a configuration that works but is unsafe, each naming its variable; the composition root logs them
+ * when it starts. An `http://` API URL to anything but this machine sends the token in clear text.
+ */
+export function configWarnings(config: Pick<Config, 'apiUrl'>): string[] {
+  const warnings: string[] = [];
+  if (config.apiUrl) {
+    const url = new URL(config.apiUrl);
+    if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+      warnings.push(
+        `TICKETS_API_URL=${url.origin} is plain http:// to another machine: the bearer token crosses the network in clear text; use https://`,
+      );
+    }
+  }
+  return warnings;
+}
+
+function isLoopback(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
 function readDotenv(cwd: string): Record<string, string> {
   try {
     return parseDotenv(readFileSync(resolve(cwd, '.env')));

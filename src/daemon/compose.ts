@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { requireApi, type Config } from '../config/loadConfig.ts';
+import { configWarnings, requireApi, type Config } from '../config/loadConfig.ts';
 import type { Database } from '../db/connect.ts';
 import type { Logger } from '../logger.ts';
 import { SyncEngine } from '../sync/engine.ts';
@@ -8,6 +8,8 @@ import type { PassSummary } from '../sync/events.ts';
 /** The composition root of the sync core: one engine from the configuration. */
 export function createEngine(config: Config, database: Database, logger: Logger, clock: Clock, signal?: AbortSignal): SyncEngine {
   const api = requireApi(config);
+  // Where the token is about to be used: an unsafe way to send it is said before the first request.
+  for (const warning of configWarnings(config)) logger.warn({ variable: warning.split('=', 1)[0] }, warning);
   const engine = new SyncEngine({
     db: database.db,
     apiUrl: api.apiUrl,

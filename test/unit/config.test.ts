@@ -2,7 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, maskSecrets, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { configWarnings, loadConfig, maskSecrets, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
+import { createEngine } from '../../src/daemon/compose.ts';
+import type { Database } from '../../src/db/connect.ts';
+import { createLogger } from '../../src/logger.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'tm-config-'));
@@ -214,5 +218,35 @@ describe('maskSecrets', () => {
     ['not a url', 'not a url'],
   ])('%s → %s', (value, masked) => {
     expect(maskSecrets(value)).toBe(masked);
+  });
+});
+
+describe('configWarnings: the token in clear text', () => {
+  it.each([
+    ['http://helpdesk.example.com', true],
+    ['http://10.0.0.7:8080/helpdesk', true],
+    ['http://127.0.0.1.example.com', true],
+    ['https://helpdesk.example.com', false],
+    ['http://127.0.0.1:4010', false],
+    ['http://127.8.9.10', false],
+    ['http://localhost:4010', false],
+    ['http://api.localhost', false],
+    ['http://[::1]:4010', false],
+    [undefined, false],
+  ])('TICKETS_API_URL=%s warns: %s', (apiUrl, warns) => {
+    const warnings = configWarnings({ apiUrl });
+    if (!warns) return expect(warnings).toEqual([]);
+    expect(warnings).toEqual([expect.stringMatching(/^TICKETS_API_URL=http:\/\/.* clear text/)]);
+  });
+
+  it('is logged as a warning when the engine that will send the token is composed', () => {
+    let log = '';
+    const logger = createLogger('info', { write: (line: string) => void (log += line) });
+    const config = loadConfig({ TICKETS_API_URL: 'http://helpdesk.example.com', TICKETS_API_TOKEN: 'secret-token' }, { cwd: emptyDir(), dotenv: false });
+    // Composing touches no database: the engine opens nothing until it runs.
+    createEngine(config, { db: null } as unknown as Database, logger, new ManualClock());
+    const lines = log.trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string; variable?: string });
+    expect(lines).toContainEqual(expect.objectContaining({ level: 40, variable: 'TICKETS_API_URL', msg: expect.stringContaining('clear text') }));
+    expect(log).not.toContain('secret-token');
   });
 });
