@@ -61,8 +61,8 @@ export class TransientError extends Error {
 }
 
 /**
- * An answer that did not come from the API — an HTML page — after the token had worked in this process: a proxy or
- * gateway hiccup, retried like a server error. The client turns it into an AuthError once it persists.
+ * An answer that did not come from the API — an HTML page or a redirect — after the token had worked in this process:
+ * a proxy or gateway hiccup, retried like a server error. The client turns it into an AuthError once it persists.
  */
 export class NotApiAnswerError extends TransientError {
   override name = 'NotApiAnswerError';

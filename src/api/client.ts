@@ -24,8 +24,10 @@ import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } fr
  * failing service costs a handful of requests, never a storm.
  *
  * Hostile answers (see `classify`): only the API's own JSON counts as the API's word. A 404 without its `{error}` body
- * is a gateway's, and transient; an HTML page is a configuration or token problem until the token has worked in this
- * client, and after that a hiccup, retried, until it persists; an answer over `maxResponseBytes` is cut off.
+ * is a gateway's, and transient; an HTML page or a redirect (never followed: it would take the token elsewhere) is a
+ * configuration or token problem until the token has worked in this client, and after that a hiccup, retried, until it
+ * persists; an answer over `maxResponseBytes` is cut off; odd status codes and bodies are named errors, never retried
+ * in a loop.
  */
 
 /** What the ledger knows of a request before it is sent. */
@@ -100,10 +102,12 @@ interface HttpAnswer {
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
-/** An HTML page after the token has worked becomes an AuthError on this many answers in a row … */
+/** An HTML page or a redirect after the token has worked becomes an AuthError on this many answers in a row … */
 const PAGES_FOR_AUTH = 3;
 /** … spread over at least this long (clock time): a hiccup passes sooner. */
 const PAGES_FOR_AUTH_MS = 2 * 60_000;
+/** A Retry-After beyond this is not believed: one answer must not stop the mirror for longer than the daily window. */
+const MAX_RETRY_AFTER_S = 24 * 3600;
 
 export class ApiClient {
   readonly #o: Required<Omit<ApiClientOptions, 'signal'>> & { signal?: AbortSignal };
@@ -111,7 +115,7 @@ export class ApiClient {
   readonly #basePath: string;
   /** JSON has come back from the API through this client: from now on a page in its place is a hiccup first. */
   #worked = false;
-  /** HTML pages in a row after the token had worked: how many, and when the first arrived. */
+  /** HTML pages and redirects in a row after the token had worked: how many, and when the first arrived. */
   #pages: { count: number; firstAt: number } | null = null;
 
   constructor(options: ApiClientOptions) {
@@ -210,6 +214,7 @@ export class ApiClient {
         request: sendPathAsIs(this.#basePath + path),
         responseType: 'text',
         throwHttpErrors: false,
+        // A redirect could lead anywhere, with the token: it is an answer like any other (see `classify`).
         followRedirect: false,
         retry: { limit: 0 },
         timeout: { request: this.#o.timeoutMs },
@@ -263,15 +268,15 @@ export class ApiClient {
    * | answer                                                    | error                                         |
    * |-----------------------------------------------------------|-----------------------------------------------|
    * | 401, 403                                                  | AuthError                                     |
-   * | 429                                                       | RateLimitedError                              |
+   * | 429                                                       | RateLimitedError (Retry-After, at most 24 h)  |
    * | 404 with the API's `{"error": "…"}`                       | NotFoundError (detail) / RequestRejectedError |
    * | 404 with anything else (a gateway's, HTML, empty)         | TransientError                                |
-   * | an HTML page (other than a 404 or 5xx)                    | AuthError until the token has worked; then    |
+   * | an HTML page (other than a 404 or 5xx), any 3xx           | AuthError until the token has worked; then    |
    * |                                                           | NotApiAnswerError, AuthError once persisting  |
-   * | 5xx                                                       | TransientError                                |
+   * | 408, 5xx                                                  | TransientError                                |
    * | other 4xx                                                 | RequestRejectedError                          |
-   * | not 2xx                                                   | InvalidResponseError                          |
-   * | 2xx with an empty, non-JSON or truncated body             | InvalidResponseError                          |
+   * | 1xx, 2xx other than 200/201/203                           | InvalidResponseError                          |
+   * | 200/201/203 with an empty, non-JSON or truncated body     | InvalidResponseError                          |
    */
   #classify(a: HttpAnswer, path: string, ticketId: string | undefined): unknown {
     const { status } = a;
@@ -290,18 +295,26 @@ export class ApiClient {
       if (ticketId !== undefined) throw new NotFoundError(ticketId);
       throw new RequestRejectedError(`${path} answered HTTP 404${says}`, status);
     }
-    if (status < 500 && !json && looksHtml(a)) this.#notApiAnswer(a, path);
-    if (status >= 500) throw new TransientError(`${path} answered HTTP ${status}${says}`, status);
+    if ((status >= 300 && status < 400) || (status < 500 && !json && looksHtml(a))) this.#notApiAnswer(a, path);
+    if (status === 408 || status >= 500) throw new TransientError(`${path} answered HTTP ${status}${says}`, status);
     if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${says}`, status);
-    if (status < 200 || status >= 300) throw new InvalidResponseError(`${path} answered HTTP ${status}`);
-    if (!json) throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${Buffer.byteLength(a.text)} bytes)`);
+    if (status !== 200 && status !== 201 && status !== 203) {
+      throw new InvalidResponseError(`${path} answered HTTP ${status}, which is not an answer this API gives`);
+    }
+    if (!json) {
+      const bytes = Buffer.byteLength(a.text);
+      throw new InvalidResponseError(`${path} answered with ${bytes === 0 ? 'an empty body' : `a body that is not valid JSON (${bytes} bytes)`}`);
+    }
     this.#worked = true;
     return json.value;
   }
 
-  /** An HTML page where JSON was expected. */
+  /** An HTML page or a redirect where JSON was expected. */
   #notApiAnswer(a: HttpAnswer, path: string): never {
-    const what = `an HTML page (HTTP ${a.status}), not JSON`;
+    const what =
+      a.status >= 300 && a.status < 400
+        ? `a redirect (HTTP ${a.status}) to ${locationOrigin(a.headers.location)}, not followed`
+        : `an HTML page (HTTP ${a.status}), not JSON`;
     // Nothing has worked yet: the URL or the token is wrong (the service shows its login page to requests it does not
     // take as API calls), and retrying cannot help.
     if (!this.#worked) throw new AuthError(`the API answered ${path} with ${what}: check TICKETS_API_URL and the token`, a.status);
@@ -348,27 +361,41 @@ function sendPathAsIs(target: string): RequestFunction {
 }
 
 function looksHtml(a: HttpAnswer): boolean {
-  return /text\/html/i.test(String(a.headers['content-type'] ?? '')) || /^\s*<(!doctype|html)/i.test(a.text);
+  return /text\/html/i.test(String(a.headers['content-type'] ?? '')) || /^\s*<(!doctype|html)/i.test(a.text.replace(/^\uFEFF/, ''));
 }
 
 /** The body as JSON, or null when it is empty or not JSON. */
 function parseJson(text: string): { value: unknown } | null {
-  if (text.trim() === '') return null;
+  // A byte-order mark is not JSON, but some proxies add one (RFC 8259 lets a parser ignore it).
+  const json = text.replace(/^\uFEFF/, '');
+  if (json.trim() === '') return null;
   try {
-    return { value: JSON.parse(text) as unknown };
+    return { value: JSON.parse(json) as unknown };
   } catch {
     return null;
   }
 }
 
-/** Retry-After in seconds; 60 s when absent. */
-function retryAfterMs(headers: IncomingHttpHeaders): number {
-  return (headerInt(headers['retry-after']) ?? 60) * 1000;
+/** Where a redirect points, origin only: its path or query may carry anything, a signed parameter included. */
+function locationOrigin(location: string | undefined): string {
+  if (!location) return 'nowhere (no Location)';
+  try {
+    return new URL(location).origin;
+  } catch {
+    return 'a path on the same host';
+  }
 }
 
+/** Retry-After in delta-seconds, at most a day; 60 s when absent or given as a date. */
+function retryAfterMs(headers: IncomingHttpHeaders): number {
+  const seconds = headerInt(headers['retry-after']);
+  return Math.min(seconds ?? 60, MAX_RETRY_AFTER_S) * 1000;
+}
+
+/** A header that must be a non-negative whole number; anything else (a date, `-5`, `1e9`, garbage) is null. */
 function headerInt(value: string | string[] | undefined): number | null {
-  const n = Number.parseInt(Array.isArray(value) ? (value[0] ?? '') : (value ?? ''), 10);
-  return Number.isFinite(n) ? n : null;
+  const text = (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
+  return /^\d{1,9}$/.test(text) ? Number(text) : null;
 }
 
 export function isObject(value: unknown): value is JsonObject {

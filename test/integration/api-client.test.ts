@@ -3,8 +3,11 @@ import { ApiClient, type ApiClientOptions, type LedgerEntry, type LedgerStart } 
 import { ManualClock } from '../../src/clock.ts';
 import {
   AuthError,
+  InvalidResponseError,
   NotApiAnswerError,
   NotFoundError,
+  RateLimitedError,
+  RequestRejectedError,
   ResponseTooLargeError,
   TransientError,
 } from '../../src/errors.ts';
@@ -86,6 +89,23 @@ describe('the API client facing hostile answers, over real HTTP', () => {
     ['an empty 404', answer({ status: 404, body: '' }), TransientError, 3],
     ['a 404 whose error is not a string', answer({ status: 404, headers: JSON_TYPE, body: '{"error":{"code":404}}' }), TransientError, 3],
     ['a 200 login page before the token has worked', { kind: 'html', times: 3 }, AuthError, 1],
+    ['a 302 to another host before the token has worked', answer({ status: 302, headers: { location: 'https://sso.example.com/login?next=x' } }), AuthError, 1],
+    ['a 200 text/plain "OK"', answer({ status: 200, headers: { 'content-type': 'text/plain' }, body: 'OK' }), InvalidResponseError, 1],
+    ['a 200 JSON cut in half', { kind: 'truncated', match: '/api/v1/ticket/', times: 3 }, InvalidResponseError, 1],
+    ['a 200 with an empty body', answer({ status: 200, headers: JSON_TYPE, body: '' }), InvalidResponseError, 1],
+    ['a 200 JSON array for a detail', answer({ status: 200, headers: JSON_TYPE, body: '[]' }), InvalidResponseError, 1],
+    ['a 200 JSON null', answer({ status: 200, headers: JSON_TYPE, body: 'null' }), InvalidResponseError, 1],
+    ['a 204 No Content', answer({ status: 204 }), InvalidResponseError, 1],
+    ['a 207 Multi-Status', answer({ status: 207, headers: JSON_TYPE, body: '{}' }), InvalidResponseError, 1],
+    ['a 101 Switching Protocols', answer({ status: 101 }), InvalidResponseError, 1],
+    ["a 418 I'm a teapot", answer({ status: 418, headers: JSON_TYPE, body: '{"error":"teapot"}' }), RequestRejectedError, 1],
+    ['a 400 HTML page before the token has worked', answer({ status: 400, headers: HTML_TYPE, body: HTML_PAGE }), AuthError, 1],
+    ['a 401 {error}', answer({ status: 401, headers: JSON_TYPE, body: '{"error":"Unauthenticated."}' }), AuthError, 1],
+    ['a 403 HTML page', answer({ status: 403, headers: HTML_TYPE, body: HTML_PAGE }), AuthError, 1],
+    ['a 500', { kind: 'status500', times: 3 }, TransientError, 3],
+    ["a gateway's 502 HTML page", answer({ status: 502, headers: HTML_TYPE, body: HTML_PAGE }), TransientError, 3],
+    ['a 408 Request Timeout', answer({ status: 408 }), TransientError, 3],
+    ['a dropped connection', { kind: 'reset', times: 3 }, TransientError, 3],
   ];
 
   it.each(detailCases)('a detail answered with %s', async (_, fault, errorClass, requests) => {
@@ -103,6 +123,51 @@ describe('the API client facing hostile answers, over real HTTP', () => {
     const error = await failure(h.client.detail('Nope1234'));
     expect(error).toBeInstanceOf(NotFoundError);
     expect(apiRequests()).toHaveLength(1);
+  });
+
+  it('a list answered with a JSON object, or an HTML page of status 200, is refused by name', async () => {
+    sim.faults.inject({ kind: 'answer', match: '/api/v1/tickets', answer: { status: 200, headers: JSON_TYPE, body: '{"data":[]}' } });
+    expect(await failure(h.client.list('open'))).toBeInstanceOf(InvalidResponseError);
+    expect(await h.client.list('open')).toMatchObject({ status: 200 });
+    sim.faults.inject({ kind: 'answer', match: '/api/v1/tickets', answer: { status: 200, headers: JSON_TYPE, body: HTML_PAGE } });
+    // Labelled JSON, but a page: after the token worked, a hiccup, retried at once.
+    await expect(h.client.list('open')).resolves.toMatchObject({ status: 200 });
+    expect(apiRequests()).toHaveLength(4);
+  });
+
+  it('a 429 with an absurd Retry-After waits at most a day', async () => {
+    sim.faults.inject({ kind: 'answer', match: '/api/v1/tickets', answer: { status: 429, headers: { ...JSON_TYPE, 'retry-after': '999999999' }, body: '{"error":"Too Many Attempts."}' } });
+    const error = await failure(h.client.list('open'));
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAt).toBe(clock.now() + 24 * 60 * MIN);
+    expect(apiRequests()).toHaveLength(1);
+  });
+
+  it('a 1xx without a final answer is a timeout, retried a bounded number of times', async () => {
+    const quick = harness(sim, clock, { timeoutMs: 200 });
+    sim.faults.inject(answer({ status: 103 }));
+    expect(await failure(quick.client.detail(ticket))).toBeInstanceOf(TransientError);
+    expect(apiRequests()).toHaveLength(3);
+  });
+
+  it('never follows a redirect: another host never sees the token, before or after the token has worked', async () => {
+    const elsewhere = await startSimulator({ seed: 4, openTickets: 1, resolvedTickets: 0, clock });
+    try {
+      const location = `${elsewhere.url}/collect?from=ticket-mirror`;
+      for (const status of [301, 302, 307, 308]) {
+        sim.faults.inject({ kind: 'answer', match: '/api/v1/tickets', answer: { status, headers: { location } } });
+        await failure(h.client.list('open'));
+      }
+      expect((await h.client.list('open')).status).toBe(200);
+      sim.faults.inject({ kind: 'answer', match: '/api/v1/tickets', answer: { status: 302, headers: { location } }, times: 3 });
+      const error = await failure(h.client.list('open'));
+      expect(error).toBeInstanceOf(NotApiAnswerError);
+      expect(error.message).toContain(new URL(elsewhere.url).origin);
+      expect(error.message).not.toContain('collect');
+      expect(elsewhere.log).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
   });
 });
 
