@@ -20,12 +20,18 @@ async function exchange(port: number, bytes: string | Buffer): Promise<string> {
   const socket = connect(port, '127.0.0.1');
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.on('error', () => {}); // a reset after the answer is a closed socket too
+  let failure: Error | undefined;
+  // A reset is a closed socket too: a server that closes with bytes of ours unread makes the kernel send one.
+  socket.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ECONNRESET') failure = error;
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   await once(socket, 'connect');
   socket.write(bytes);
   // The answer says `Connection: close` (or the server gives up on the bytes), so the server ends the connection.
   socket.setTimeout(10_000, () => socket.destroy(new Error('the server neither answered nor closed within 10 s')));
-  await once(socket, 'close');
+  await closed;
+  if (failure) throw failure;
   return Buffer.concat(chunks).toString('latin1');
 }
 
@@ -44,7 +50,8 @@ const HOSTILE: Array<{ what: string; bytes: string | Buffer; answer: RegExp }> =
   { what: 'user info in the target', bytes: 'GET //a@b:c/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 404 / },
   { what: 'a broken absolute-form target', bytes: 'GET http://[/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 400 / },
   { what: 'the asterisk form', bytes: 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 400 / },
-  { what: 'a 100 kB header', bytes: `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`, answer: /^HTTP\/1\.1 431 / },
+  // 431, or a reset that overtakes it (Node 26 closes at once, with most of the 100 kB still unread).
+  { what: 'a 100 kB header', bytes: `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`, answer: /^(HTTP\/1\.1 431 .*)?$/ },
   { what: 'TLS bytes on the plain port', bytes: CLIENT_HELLO, answer: /^(HTTP\/1\.1 400 .*)?$/ },
   { what: 'a method nobody knows', bytes: 'BREW /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', answer: /^HTTP\/1\.1 400 / },
   { what: 'POST with a body', bytes: 'POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello', answer: /^HTTP\/1\.1 405 / },
