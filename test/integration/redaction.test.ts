@@ -7,9 +7,9 @@ import { logPasses } from '../../src/daemon/compose.ts';
 import { createLogger, scrubSecrets } from '../../src/logger.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
-import { freshPglite, type TestDatabase } from '../helpers/db.ts';
-import { count } from '../helpers/mirror.ts';
-import { sql } from '../../src/db/connect.ts';
+import { backends, freshPglite, type TestDatabase } from '../helpers/db.ts';
+import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+import { queryRows, sql, type Db } from '../../src/db/connect.ts';
 import { freePort } from '../helpers/runProcess.ts';
 
 describe('scrubSecrets', () => {
@@ -94,4 +94,101 @@ describe('no secret in the log', () => {
     expect(log).toContain(`${sim.storageUrl}/files/`);
     expect(log).not.toMatch(new RegExp(`${sim.storageUrl}[^"\\s]*\\?(?!\\[redacted\\])`));
   }, 60_000);
+});
+
+/** Every text, varchar and json(b) column of every table of the mirror's schema, as one string. */
+async function everyText(db: Db): Promise<string> {
+  const columns = await queryRows<{ table_name: string; column_name: string }>(
+    db,
+    sql`select table_name, column_name from information_schema.columns
+      where table_schema = current_schema() and data_type in ('text', 'character varying', 'json', 'jsonb')
+        and table_name in (select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE')`,
+  );
+  expect(columns.map((c) => `${c.table_name}.${c.column_name}`)).toEqual(expect.arrayContaining(['tickets.raw', 'messages.message', 'sync_runs.error']));
+  const parts = await Promise.all(
+    columns.map(async ({ table_name: t, column_name: c }) => {
+      const [row] = await queryRows<{ text: string | null }>(db, sql.raw(`select string_agg("${c}"::text, ' ') as text from "${t}"`));
+      return row?.text ?? '';
+    }),
+  );
+  return parts.join(' ');
+}
+
+/**
+ * A signed link leaves the mirror in no form: copies a customer or an agent quotes in their message (as is,
+ * percent-encoded, HTML-escaped, JSON-escaped, another file's link on the storage host) and links the API puts in
+ * attachment fields the spec does not name (`thumbnail_url`). Scanned: every text and json column of every table.
+ */
+describe.each(backends)('no signed link in any encoding is stored, on $name', ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+
+  beforeEach(async () => {
+    database = await open();
+    m = await virtualMirror(database);
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  it('strips every form of a storage URL from raw and message text, and keeps attachments to their spec fields', { timeout: 120_000 }, async () => {
+    const { model } = m.sim;
+    const ticket = model.newTicket({ attachments: 2 });
+    const [first, second] = ticket.attachments.map((a) => model.attachment(a.id)!);
+    const url = model.signer.url(first!, m.clock.now());
+    const otherUrl = model.signer.url(second!, m.clock.now() - 3_600_000);
+    const html = (s: string) => s.replace(/&/g, '&amp;');
+    expect(url).toMatch(/signature=/);
+    model.inboundMessage(ticket.id, {
+      attachments: 0,
+      message: [
+        'marker-exact: ' + url,
+        'marker-percent: https://mail.example/redirect?to=' + encodeURIComponent(url),
+        'marker-percent-twice: ' + encodeURIComponent(encodeURIComponent(url)),
+        'marker-json: {"link":"' + url.replace(/\//g, '\\/') + '"}',
+        'marker-other-file: ' + otherUrl,
+        'marker-unsigned: ' + otherUrl.replace(/\?.*$/, ''),
+      ].join('\n'),
+    });
+    model.agentReply(ticket.id, { message: `marker-html: <a href="${html(url)}">your file</a>, &lt;a href=&quot;${html(html(otherUrl))}&quot;&gt;` });
+
+    // The API adds a link the spec does not name to every attachment of this ticket's detail.
+    const detail = model.detail(ticket.id, m.clock.now()) as unknown as Record<string, unknown> & {
+      attachments: Array<Record<string, unknown>>;
+      messages: Array<{ attachments: Array<Record<string, unknown>> }>;
+    };
+    for (const a of [...detail.attachments, ...detail.messages.flatMap((msg) => msg.attachments)]) {
+      a.thumbnail_url = `${String(a.url).replace('/files/', '/thumbs/')}&w=128`;
+      a.download = { href: String(a.url), expires_in: 600 };
+    }
+    m.sim.faults.inject({
+      match: `/api/v1/ticket/${ticket.id}`,
+      kind: 'answer',
+      times: 1000,
+      answer: { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(detail) },
+    });
+
+    await m.runUntil(
+      async () =>
+        (await count(m.db, sql`select count(*)::int as n from tickets`)) > 0 &&
+        (await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null`)) === 0,
+    );
+    expect(m.sim.log.some((r) => r.path === `/api/v1/ticket/${ticket.id}` && r.status === 200)).toBe(true);
+
+    const text = await everyText(m.db);
+    // What was written is there, minus the links.
+    for (const marker of ['marker-exact', 'marker-percent', 'marker-percent-twice', 'marker-json', 'marker-other-file', 'marker-unsigned', 'marker-html']) {
+      expect(text).toContain(marker);
+    }
+    expect(text).toContain('[attachment link removed]');
+    const lower = text.toLowerCase();
+    const storageHost = new URL(m.sim.storageUrl).host;
+    expect(lower).not.toMatch(/signature|expires=|thumbnail_url/);
+    for (const form of [storageHost, encodeURIComponent(storageHost), `/files/${first!.id}`, `/thumbs/${first!.id}`, `%2ffiles%2f${first!.id}`]) {
+      expect(lower).not.toContain(form.toLowerCase());
+    }
+    const [raw] = await queryRows<{ attachments: unknown }>(m.db, sql`select raw->'attachments' as attachments from tickets where id = ${ticket.id}`);
+    expect(raw!.attachments).toEqual(ticket.attachments.map((a) => ({ id: a.id, name: a.name, mime_type: a.mime_type, size: a.size })));
+  });
 });
