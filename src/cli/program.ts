@@ -127,7 +127,7 @@ export function buildProgram(): Command {
 }
 
 /**
- * The arguments as commander should see them. `ticket-mirror report --help` and `ticket-mirror help report` name a
+ * The arguments as commander should see them. `ticket-mirror stauts --help` and `ticket-mirror help stauts` name a
  * command that does not exist: an error, with the closest command suggested — commander would show the general help
  * and exit 0. So an unknown command name is passed on alone. (The program's own options take no value, so the first
  * argument that is not an option is the command's name.)
