@@ -100,6 +100,30 @@ export class RequestRejectedError extends Error {
   }
 }
 
+/**
+ * A reply POST whose answer does not prove either way whether the service created the message (an HTML page, a 5xx,
+ * a timeout, a redirect, a 2xx without `{id, created_at}` …; see api/replyAnswer.ts). It must be settled by reading
+ * the ticket's detail, never by posting again.
+ */
+export class ReplyOutcomeUnknownError extends Error {
+  override name = 'ReplyOutcomeUnknownError';
+  constructor(
+    message: string,
+    /** The answer's status; null when none arrived. */
+    readonly status: number | null,
+    /** Epoch ms before which the ticket should not be asked (a 429's Retry-After); undefined when none was given. */
+    readonly retryAt?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A reply POST that provably never left: the connection was refused or the host name did not resolve. */
+export class ReplyNotSentError extends TransientError {
+  override name = 'ReplyNotSentError';
+}
+
 /** Whatever a `catch` receives, as an Error. */
 export function coerceError(value: unknown): Error {
   if (value instanceof Error) return value;

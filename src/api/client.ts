@@ -9,11 +9,14 @@ import {
   NotApiAnswerError,
   NotFoundError,
   RateLimitedError,
+  ReplyNotSentError,
+  ReplyOutcomeUnknownError,
   RequestRejectedError,
   ResponseTooLargeError,
   TransientError,
 } from '../errors.ts';
 import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } from './endpoints.ts';
+import { classifyReplyAnswer, sentNothing, type CreatedReply } from './replyAnswer.ts';
 
 /**
  * The only code that touches the network. It owns the auth headers, timeouts, the retry decisions, the request ledger
@@ -155,22 +158,51 @@ export class ApiClient {
   }
 
   /**
-   * Endpoint 6. Never retried here: a POST that may have reached the server could post the reply twice. The caller
-   * (the outbox) knows how to reconcile an ambiguous failure against the ticket's detail before trying again. Its answer
-   * is classified by rules of its own (`classifyReplyAnswer`), apart from the GETs'.
+   * Endpoint 6. Never retried here: a POST that may have reached the server could post the reply twice. Its answer is
+   * read by the POST's own rule (api/replyAnswer.ts), and every failure says what it proves:
+   *
+   * - NotFoundError (the API's 404), AuthError (its 401/403), RequestRejectedError (its 422): nothing was created;
+   * - RateLimitedError: the local budget refused the request, which was not sent;
+   * - ReplyNotSentError: the connection was refused or the host not found, nothing left this host;
+   * - ReplyOutcomeUnknownError: anything else (an HTML page, a 5xx, a timeout, a redirect, a 429 from the server, a
+   *   2xx without `{id, created_at}` …): the reply may have been posted. The caller (the outbox) settles it against the
+   *   ticket's detail before anything is sent again.
    */
-  async reply(id: string, message: string): Promise<ApiResponse<{ id: string; created_at: string }>> {
+  async reply(id: string, message: string): Promise<ApiResponse<CreatedReply>> {
     const path = replyPath(id);
-    const response = await this.#o.gate.run('reply', async () => {
-      const answer = await this.#send('POST', path, 'reply', { message });
-      return { body: classifyReplyAnswer(answer, path, id), status: answer.status, at: answer.at };
-    });
-    const body = response.body;
-    if (!isObject(body) || typeof body.id !== 'string' || body.id === '' || typeof body.created_at !== 'string') {
-      throw new InvalidResponseError(`the reply to ${id} was answered with ${describe(body)}, not {id, created_at}`);
+    let answer: HttpAnswer | undefined;
+    try {
+      answer = await this.#o.gate.run('reply', async () => {
+        const a = await this.#send('POST', path, 'reply', { message });
+        if (a.status === 429) {
+          // Thrown as such so that the gate holds every request back for its Retry-After; read below like any answer.
+          answer = a;
+          throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+        }
+        return a;
+      });
+    } catch (error) {
+      if (!answer) throw unansweredReply(path, error);
     }
-    this.#worked = true;
-    return response as ApiResponse<{ id: string; created_at: string }>;
+    const verdict = classifyReplyAnswer(answer.status, answer.headers, answer.text);
+    switch (verdict.kind) {
+      case 'created':
+        this.#worked = true;
+        return { body: verdict.reply, status: answer.status, at: answer.at };
+      case 'not_found':
+        throw new NotFoundError(id);
+      case 'refused':
+        if (verdict.status === 401 || verdict.status === 403) {
+          throw new AuthError(`the API rejected the token (HTTP ${verdict.status}: ${verdict.error}): check TICKETS_API_TOKEN`, verdict.status);
+        }
+        throw new RequestRejectedError(`${path} answered HTTP ${verdict.status}: ${verdict.error}`, verdict.status);
+      case 'unknown':
+        throw new ReplyOutcomeUnknownError(
+          `${path} answered ${verdict.reason}`,
+          answer.status,
+          verdict.throttled ? answer.at + retryAfterMs(answer.headers) : undefined,
+        );
+    }
   }
 
   /** A GET, retried on transient trouble (an answer too large excepted: it would be as large again). */
@@ -331,25 +363,27 @@ export class ApiClient {
 }
 
 /**
- * What a reply POST's answer means. These are the rules every request had before the GETs got theirs; a POST's answer
- * decides whether a reply may be sent again, so it keeps them until they are reviewed for that question on their own.
+ * What a reply POST that got no answer proves: the gate's refusal (never sent) as it is; a refused connection or an
+ * unknown host as ReplyNotSentError; anything else — a timeout, a reset, a cut or oversized body, an abort — as
+ * ReplyOutcomeUnknownError, for the request may have reached the service.
  */
-function classifyReplyAnswer(a: HttpAnswer, path: string, ticketId: string): unknown {
-  const { status, headers, text } = a;
-  if (looksHtml(a) && status < 500) {
-    // The service shows a login page instead of a JSON error when it does not take the request as an API call.
-    throw new AuthError(`the API answered ${path} with an HTML page (HTTP ${status}), not JSON: check TICKETS_API_URL and the token`, status);
+function unansweredReply(path: string, error: unknown): Error {
+  if (error instanceof RateLimitedError) return error;
+  const code = systemCode(error);
+  if (sentNothing(code)) return new ReplyNotSentError(`POST ${path} was not sent (${code})`, undefined, { cause: error });
+  const message = error instanceof Error ? error.message : String(error);
+  return new ReplyOutcomeUnknownError(`POST ${path} got no complete answer (${message})`, null, undefined, { cause: error });
+}
+
+/** The Node system error code (ECONNREFUSED …) along an error's `cause` chain. */
+function systemCode(error: unknown): string | undefined {
+  let e: unknown = error;
+  for (let depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
+    const { code } = e as { code?: unknown };
+    if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
   }
-  const json = parseJson(text);
-  const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? `: ${json.value.error.slice(0, 200)}` : '';
-  if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${apiError}): check TICKETS_API_TOKEN`, status);
-  if (status === 404) throw new NotFoundError(ticketId);
-  if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(headers));
-  if (status >= 500) throw new TransientError(`${path} answered HTTP ${status}`, status);
-  if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${apiError}`, status);
-  if (status < 200 || status >= 300) throw new InvalidResponseError(`${path} answered HTTP ${status}`);
-  if (!json) throw new InvalidResponseError(`${path} answered with a body that is not valid JSON (${Buffer.byteLength(text)} bytes)`);
-  return json.value;
+  return undefined;
 }
 
 /**

@@ -12,8 +12,9 @@ import { describePlan } from './describePlan.ts';
  * daemon is backing off. Most ticks request nothing: the planner decides when a list is due.
  *
  * Back-off (src/sync/backoff.ts): after a pass that ended on server trouble or failed, the next waits 1 min, doubling
- * to 30 min; after a rejected token, 15 min doubling to 2 h (one request per try). One count of failures in a row
- * serves both; a pass that ends well resets it. start() and stop() are idempotent; stop() lets the running
+ * to 30 min; after a rejected token — in the pass, or in the work after it (a reply POST the API answered 401/403) —
+ * 15 min doubling to 2 h (one request per try). One count of failures in a row serves both; a tick that ends well
+ * resets it. start() and stop() are idempotent; stop() lets the running
  * pass finish. To cut a pass short, abort the signal the engine was built with and hand the same one here: the
  * daemon then stops too. (`Replica` does both, for a term of leadership.)
  */
@@ -77,13 +78,14 @@ export class Daemon {
 
   async #pass(): Promise<void> {
     const now = this.#o.clock.now();
+    // Whether this tick ended in trouble: only a tick without any keeps the count of failures at zero.
+    let failed = false;
     try {
       const summary = await this.#o.engine.pass();
-      if (summary.stoppedBy === 'server_error') this.#backOff(now, FAILURE_BACKOFF, summary.errors[0] ?? 'server error');
-      else {
-        this.#failures = 0;
-        this.#health = { state: 'ok', reason: null, lastPass: summary };
-      }
+      if (summary.stoppedBy === 'server_error') {
+        this.#backOff(now, FAILURE_BACKOFF, summary.errors[0] ?? 'server error');
+        failed = true;
+      } else this.#health = { state: 'ok', reason: null, lastPass: summary };
       if (summary.stoppedBy === 'rate_limited') this.#notBefore = this.#o.engine.gate.snapshot().nextSlotAt;
     } catch (error) {
       // Its message becomes /readyz's reason and a log line: a database error's is told safely (see DatabaseError).
@@ -93,20 +95,34 @@ export class Daemon {
         return;
       }
       if (e instanceof AuthError) {
-        this.#backOff(now, AUTH_BACKOFF, e.message);
-        this.#health = { ...this.#health, state: 'auth_failed', reason: e.message };
-        this.#o.logger.error({ err: e.message }, 'the API rejected the token; retrying later');
-      } else {
-        this.#backOff(now, FAILURE_BACKOFF, e.message);
-        this.#o.logger.error({ err: e.message, stack: e.stack }, 'sync pass failed');
+        // The outbox's POST would be refused too: it waits for the token like the sync.
+        this.#authFailed(now, e);
+        return;
       }
+      this.#backOff(now, FAILURE_BACKOFF, e.message);
+      this.#o.logger.error({ err: e.message, stack: e.stack }, 'sync pass failed');
+      failed = true;
     }
     try {
       await this.#o.afterPass?.(this.#signal);
     } catch (error) {
       // The outbox's writes carry reply text: a database error is told without its parameters.
+      const e = safeError(error);
+      if (e instanceof AuthError && !this.#signal.aborted) {
+        // A token the API refused a reply for is as refused as one a list was refused for.
+        this.#authFailed(now, e);
+        return;
+      }
       this.#o.logger.error({ err: safeErrorMessage(error) }, 'after-pass work failed');
     }
+    if (!failed) this.#failures = 0;
+  }
+
+  /** A rejected token, in the pass or after it: 15 min doubling to 2 h (AUTH_BACKOFF), and the health says so. */
+  #authFailed(now: number, e: AuthError): void {
+    this.#backOff(now, AUTH_BACKOFF, e.message);
+    this.#health = { ...this.#health, state: 'auth_failed', reason: e.message };
+    this.#o.logger.error({ err: e.message }, 'the API rejected the token; retrying later');
   }
 
   #backOff(now: number, policy: BackoffPolicy, reason: string): void {

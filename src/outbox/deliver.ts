@@ -21,6 +21,8 @@ import {
   InvalidResponseError,
   NotFoundError,
   RateLimitedError,
+  ReplyNotSentError,
+  ReplyOutcomeUnknownError,
   RequestRejectedError,
   TransientError,
 } from '../errors.ts';
@@ -173,7 +175,18 @@ async function send(o: DeliverOptions, row: OutboxRow): Promise<Step> {
   return { id: row.id, state: 'sent' };
 }
 
-/** A POST that did not answer 201: final, not sent at all, or unknown. */
+/**
+ * A POST that did not create the reply for sure. What its error proves decides (see ApiClient.reply):
+ *
+ * - the API's 404: the ticket is gone → `failed`; its 422: the service refused this text → `failed`;
+ * - the API's 401/403: nothing was created → `pending`, and the AuthError goes up (the daemon backs off);
+ * - refused by the local budget, or a connection that was refused (nothing left this host) → `pending`, later;
+ * - anything else — an HTML page, a 5xx, a timeout, a redirect, a 429 from the server, a 2xx without the new
+ *   message's id, an unexpected error — may have posted the reply: the row stays `sending`, to be checked against
+ *   the ticket's detail, never posted again before that.
+ *
+ * Attempts are never given back: an attempt counts from the moment its row was claimed.
+ */
 async function postFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<Step> {
   const now = o.clock.now();
   const { db } = o;
@@ -181,21 +194,29 @@ async function postFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<
   if (e instanceof RequestRejectedError) {
     return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, `the service refused the reply: ${e.message}`)));
   }
-  if (e instanceof RateLimitedError) {
-    // Refused before the service took it (the local budget, or a 429): the same row goes first next time.
-    await db.transaction((tx) => markPending(tx, row, isoMicros(e.retryAt), e.message, true));
-    return { id: row.id, state: 'pending', stop: true };
-  }
   if (e instanceof AuthError) {
-    await db.transaction((tx) => markPending(tx, row, null, e.message, true));
+    await db.transaction((tx) => markPending(tx, row, null, e.message));
     throw e;
   }
-  // 5xx, timeout, reset, a cut or odd 201 body — or anything else: the reply may have been posted.
-  const checkAt = isoMicros(now + recheckDelayMs(row.attempts));
+  if (e instanceof RateLimitedError) {
+    // The local budget said no before anything was sent: the same row goes first when a slot frees up.
+    await db.transaction((tx) => markPending(tx, row, isoMicros(e.retryAt), e.message));
+    return { id: row.id, state: 'pending', stop: true };
+  }
+  if (e instanceof ReplyNotSentError) {
+    // The service cannot be reached; the rows after this one would fare no better.
+    await db.transaction((tx) => markPending(tx, row, isoMicros(now + recheckDelayMs(row.attempts)), e.message));
+    o.logger.warn({ outbox: row.id, ticket: row.ticketId, err: e.message }, 'reply not sent: the API cannot be reached; will try again');
+    return { id: row.id, state: 'pending', stop: true };
+  }
+  // The reply may have been posted. A throttled answer is checked no earlier than its Retry-After allows.
+  const retryAt = e instanceof ReplyOutcomeUnknownError && e.retryAt !== undefined ? e.retryAt : 0;
+  const checkAt = isoMicros(Math.max(now + recheckDelayMs(row.attempts), retryAt));
   await db.transaction((tx) => checkLater(tx, row, checkAt, `outcome unknown, to be checked against the ticket: ${e.message}`));
   o.logger.warn({ outbox: row.id, ticket: row.ticketId, err: e.message }, 'reply outcome unknown; will check the ticket before any retry');
-  if (!(e instanceof TransientError || e instanceof InvalidResponseError)) throw e;
-  return { id: row.id, state: 'sending' };
+  // Something unexpected (not an answer of the API's): the caller must hear of it.
+  if (!(e instanceof ReplyOutcomeUnknownError)) throw e;
+  return { id: row.id, state: 'sending', ...(retryAt > now ? { stop: true } : {}) };
 }
 
 /** Reconciles a row left in `sending` against its ticket's detail. */
@@ -233,7 +254,7 @@ async function check(o: DeliverOptions, row: OutboxRow): Promise<Step> {
         return markFailed(tx, row, verdict.reason);
       case 'absent':
         if (row.attempts >= MAX_ATTEMPTS) return markFailed(tx, row, `not delivered after ${row.attempts} attempts; last: ${row.error ?? 'unknown'}`);
-        return markPending(tx, row, null, row.error ?? 'not posted: no trace of it in the ticket', false);
+        return markPending(tx, row, null, row.error ?? 'not posted: no trace of it in the ticket');
     }
   });
   return finish(o, row.id, moved);

@@ -18,7 +18,9 @@ export interface PostReplyDeps {
  * the text first (replyTextProblem), so a reply the service would refuse costs no request.
  *
  * Not retried: a POST whose answer is lost may have posted the reply, and only the person at the terminal can tell
- * whether to send it again. Throws the client's named errors (NotFoundError on 404, AuthError, TransientError …).
+ * whether to send it again. Throws the client's named errors (see ApiClient.reply): NotFoundError, AuthError and
+ * RequestRejectedError when the API refused it, ReplyNotSentError when nothing left, RateLimitedError when the budget
+ * said no, and ReplyOutcomeUnknownError for every answer that proves nothing — the reply may have been posted.
  */
 export async function postReply(deps: PostReplyDeps, ticketId: string, message: string): Promise<PostedReply> {
   const text = replyText(message);

@@ -12,7 +12,7 @@ import { UnknownTicketError, type SimulatorModel } from './model.ts';
  * - `POST /__sim/mutate` `{ "op": "resolve", "args": ["Ab12Cd34"] }` → the model method's result
  * - `GET /__sim/truth` → `groundTruth()`; `GET /__sim/log` → the request log
  * - `POST /__sim/faults` a FaultSpec (`match` is a substring; `matchRegex` a RegExp source; `answer` as
- *   `{status, headers, body}`) → 204;
+ *   `{status, headers, body}`; `afterApplication: true`) → 204;
  *   `DELETE /__sim/faults` → 204, all cleared
  * - `POST /__sim/clock` `{ "advanceMs": 60000 }` → `{ "now": ms }`; 409 unless the clock is a ManualClock
  */
@@ -80,7 +80,7 @@ function mutate(model: SimulatorModel, body: Record<string, unknown>): Answer {
 }
 
 function faultSpec(body: Record<string, unknown>): FaultSpec {
-  const { kind, match, matchRegex, times, delayMs, retryAfterSec, answer, bytes, chunked } = body;
+  const { kind, match, matchRegex, times, delayMs, retryAfterSec, answer, bytes, chunked, afterApplication } = body;
   if (!FAULT_KINDS.includes(kind as FaultSpec['kind'])) {
     throw new TypeError(`kind must be one of ${FAULT_KINDS.join(', ')}`);
   }
@@ -93,6 +93,7 @@ function faultSpec(body: Record<string, unknown>): FaultSpec {
     answer: scriptedAnswer(answer),
     bytes: optional(bytes, 'number', 'bytes'),
     chunked: chunked === undefined || chunked === null ? undefined : chunked === true,
+    afterApplication: afterApplication === true,
   };
 }
 

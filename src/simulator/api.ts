@@ -63,6 +63,8 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
     const user = bearerToken(req) === ctx.token;
     // Requests with a bad token are nobody's: they count against no user's quota.
     const decision = user && fault?.kind !== 'status429' ? ctx.limiter.consume(ctx.token, now) : undefined;
+    // The service does its work (a reply is stored); what follows takes its answer.
+    if (fault?.afterApplication) await appAnswer(ctx, req, user, decision, now, listBody).catch(() => undefined);
     if (fault?.kind === 'reset') {
       req.socket.destroy();
       return;

@@ -13,6 +13,10 @@
  * - `oversized`: a 200 JSON array of `bytes` bytes (padded with spaces), streamed without Content-Length if `chunked`.
  * - `hang`: no answer at all, the connection held open until the client gives up or the simulator closes.
  *
+ * `afterApplication` (for `answer`, `reset` and `hang`): the application handles the request first — a reply is
+ * stored — and only its answer is lost or replaced, as by a proxy or a network between client and service. That is
+ * the case a client must never take for "not posted".
+ *
  * All but `status429` count against the quota when the token is valid, like any request that reached the server.
  */
 
@@ -30,6 +34,9 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
+/** The faults that can take the answer of a request the application has handled. */
+const AFTER_APPLICATION_KINDS: readonly FaultKind[] = ['answer', 'reset', 'hang'];
+
 export interface FaultSpec {
   /** Which requests: a substring of, or a RegExp tested against, the request target (path and query). @default all */
   match?: string | RegExp;
@@ -46,6 +53,8 @@ export interface FaultSpec {
   bytes?: number;
   /** Send the `oversized` body streamed, without a Content-Length. @default false */
   chunked?: boolean;
+  /** Let the application handle the request before an `answer`, `reset` or `hang` fault takes its answer. @default false */
+  afterApplication?: boolean;
 }
 
 /** An answer given verbatim: status, headers (no Content-Length: it is computed) and body. */
@@ -66,6 +75,8 @@ export interface Fault {
   answer?: ScriptedAnswer;
   /** Only for `oversized` faults. */
   oversized?: { bytes: number; chunked: boolean };
+  /** Only when set: the application handled the request first. */
+  afterApplication?: true;
 }
 
 interface Pending {
@@ -83,6 +94,9 @@ export class FaultInjector {
     if (!Number.isInteger(times) || times < 1) throw new RangeError(`times must be a whole number ≥ 1 (${times})`);
     if (spec.kind === 'answer' && !(spec.answer && Number.isInteger(spec.answer.status) && spec.answer.status >= 100 && spec.answer.status <= 999)) {
       throw new RangeError('an `answer` fault needs an `answer` with a status from 100 to 999');
+    }
+    if (spec.afterApplication && !AFTER_APPLICATION_KINDS.includes(spec.kind)) {
+      throw new RangeError(`afterApplication applies to ${AFTER_APPLICATION_KINDS.join(', ')} faults, not ${spec.kind}`);
     }
     if (spec.bytes !== undefined && !(Number.isInteger(spec.bytes) && spec.bytes >= 2)) {
       throw new RangeError(`bytes must be a whole number ≥ 2 (${spec.bytes})`);
@@ -105,13 +119,14 @@ export class FaultInjector {
     if (index === -1) return undefined;
     const p = this.#pending[index]!;
     if (--p.left === 0) this.#pending.splice(index, 1);
-    const { kind, delayMs = 1000, retryAfterSec = 1, answer, bytes = 1024 * 1024, chunked = false } = p.spec;
+    const { kind, delayMs = 1000, retryAfterSec = 1, answer, bytes = 1024 * 1024, chunked = false, afterApplication = false } = p.spec;
     return {
       kind,
       delayMs,
       retryAfterSec,
       ...(kind === 'answer' ? { answer } : {}),
       ...(kind === 'oversized' ? { oversized: { bytes, chunked } } : {}),
+      ...(afterApplication ? { afterApplication: true as const } : {}),
     };
   }
 }

@@ -180,19 +180,20 @@ describe.each(backends)('reply outbox on $name against the simulator', ({ open }
     expect(posts()).toHaveLength(0);
   });
 
-  it('a 429 leaves the row pending and uncounted, sent once the budget allows', async () => {
-    m.sim.faults.inject({ match: '/reply', kind: 'status429', retryAfterSec: 30 });
+  it("a 429 from the server proves nothing: the row is checked no earlier than its Retry-After, then sent once", async () => {
+    m.sim.faults.inject({ match: '/reply', kind: 'status429', retryAfterSec: 90 });
     const id = await enqueue('Sorry for the wait.');
     expect(await deliver()).toEqual({ sent: 0, failed: 0, waiting: 1 });
-    const refused = await row(id);
-    expect(refused).toMatchObject({ state: 'pending', attempts: 0, error: expect.stringMatching(/429/) });
-    expect(Date.parse(refused.next_attempt_at!) - m.clock.now()).toBeGreaterThanOrEqual(30_000);
+    const throttled = await row(id);
+    expect(throttled).toMatchObject({ state: 'sending', attempts: 1, error: expect.stringMatching(/429/) });
+    expect(Date.parse(throttled.next_attempt_at!) - m.clock.now()).toBeGreaterThanOrEqual(90_000);
     expect(await deliver()).toEqual({ sent: 0, failed: 0, waiting: 0 });
-    // Once the Retry-After has passed, the row goes out: its first real attempt.
-    m.clock.set(Date.parse(refused.next_attempt_at!));
+    // Once the Retry-After has passed, the ticket is read: no trace of the reply (this 429 came before the service
+    // stored anything), so it goes out again — the only way a second POST can follow an answer that proved nothing.
+    m.clock.set(Date.parse(throttled.next_attempt_at!));
     expect(await deliver()).toEqual({ sent: 1, failed: 0, waiting: 0 });
-    expect(await row(id)).toMatchObject({ state: 'sent', attempts: 1 });
-    expect(posts().map((p) => p.status)).toEqual([429, 201]);
+    expect(await row(id)).toMatchObject({ state: 'sent', attempts: 2 });
+    expect(m.sim.log.map((r) => `${r.method} ${r.status}`)).toEqual(['POST 429', 'GET 200', 'POST 201']);
     expect(stored('Sorry for the wait.')).toBe(1);
   });
 

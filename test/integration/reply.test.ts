@@ -101,4 +101,23 @@ describe('ticket-mirror reply, as a child process on the embedded database', () 
     expect(rejected.code).toBe(2);
     expect(rejected.stderr).toMatch(/rejected the token/);
   }, 60_000);
+
+  it('says an HTML answer may have posted the reply (exit 1), never that the token was rejected, and posts once', async () => {
+    const ticketId = sim.model.randomTicketId('open')!;
+    // The service stores the reply; a proxy answers with its login page instead.
+    sim.faults.inject({
+      kind: 'answer',
+      afterApplication: true,
+      match: `/ticket/${ticketId}/reply`,
+      answer: { status: 201, headers: { 'content-type': 'text/html' }, body: '<!DOCTYPE html><html><body>Sign in</body></html>' },
+    });
+    const before = sim.log.length;
+    const result = await runCli(['reply', ticketId, 'Posted behind a proxy.'], env, dir);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(new RegExp(`the reply may have been posted \\(.*HTML.*\\); check ticket ${ticketId} before sending again`));
+    expect(result.stderr).not.toMatch(/token/);
+    expect(result.stdout).toBe('');
+    expect(sim.log.slice(before).map((r) => r.method)).toEqual(['POST']);
+    expect(sim.model.detail(ticketId)!.messages.filter((m) => m.message === 'Posted behind a proxy.')).toHaveLength(1);
+  }, 60_000);
 });

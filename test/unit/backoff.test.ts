@@ -111,6 +111,61 @@ describe('Daemon back-off', () => {
     expect(daemon.health).toMatchObject({ state: 'auth_failed', reason: '401 from the API' });
   });
 
+  it('after a good pass whose reply the API refused the token for, backs off as for a rejected token, and says so', async () => {
+    const clock = new ManualClock();
+    const { engine, passes } = fakeEngine([null]);
+    let outboxRuns = 0;
+    const afterPass = async () => {
+      outboxRuns++;
+      throw new AuthError('the API rejected the token (HTTP 401: Unauthenticated.)', 401);
+    };
+    const daemon = new Daemon({ engine, clock, logger, afterPass });
+    const times = await passTimes(daemon, clock, passes, 6 * 60);
+    // The same schedule as a pass's own rejected token: the good passes in between do not reset it.
+    expect(times).toEqual([0, 15, 45, 105, 225, 345]);
+    expect(outboxRuns).toBe(times.length);
+    expect(daemon.health).toMatchObject({ state: 'auth_failed', reason: 'the API rejected the token (HTTP 401: Unauthenticated.)' });
+  });
+
+  it('skips the after-pass work when the pass itself was refused the token, and backs off once per tick', async () => {
+    const clock = new ManualClock();
+    const { engine, passes } = fakeEngine([new AuthError('401 from the API', 401)]);
+    let outboxRuns = 0;
+    const daemon = new Daemon({ engine, clock, logger, afterPass: async () => void outboxRuns++ });
+    expect(await passTimes(daemon, clock, passes, 6 * 60)).toEqual([0, 15, 45, 105, 225, 345]);
+    expect(outboxRuns).toBe(0);
+  });
+
+  it('a good tick after a refused reply resets the back-off', async () => {
+    const clock = new ManualClock();
+    const { engine, passes } = fakeEngine([null]);
+    let refuse = true;
+    const daemon = new Daemon({
+      engine,
+      clock,
+      logger,
+      afterPass: async () => {
+        if (refuse) throw new AuthError('401', 401);
+      },
+    });
+    expect(await passTimes(daemon, clock, passes, 15)).toEqual([0, 15]);
+    refuse = false;
+    clock.advance(30 * MIN);
+    await daemon.tick();
+    expect(daemon.health.state).toBe('ok');
+    refuse = true;
+    const before = passes();
+    await daemon.tick();
+    expect(passes()).toBe(before + 1);
+    // Back to the first wait of the policy: 15 min, not 60.
+    clock.advance(15 * MIN - 1);
+    await daemon.tick();
+    expect(passes()).toBe(before + 1);
+    clock.advance(1);
+    await daemon.tick();
+    expect(passes()).toBe(before + 2);
+  });
+
   it('does not back off after a pass the budget ended, but waits for the next slot', async () => {
     const clock = new ManualClock();
     const { engine, passes } = fakeEngine(['rate_limited']);

@@ -51,4 +51,15 @@ describe('FaultInjector', () => {
     expect(() => faults.inject({ kind: 'answer', answer: { status: 42 } })).toThrow(RangeError);
     expect(() => faults.inject({ kind: 'oversized', bytes: 1 })).toThrow(RangeError);
   });
+
+  it('marks a fault that takes the answer after the application handled the request, for the kinds that can', () => {
+    const faults = new FaultInjector();
+    faults.inject({ kind: 'answer', afterApplication: true, answer: { status: 201, body: '<html></html>' } });
+    faults.inject({ kind: 'reset', afterApplication: true });
+    faults.inject({ kind: 'answer', afterApplication: false, answer: { status: 502 } });
+    expect(faults.take('/a')).toMatchObject({ kind: 'answer', afterApplication: true });
+    expect(faults.take('/a')).toEqual({ kind: 'reset', delayMs: 1000, retryAfterSec: 1, afterApplication: true });
+    expect(faults.take('/a')).not.toHaveProperty('afterApplication');
+    expect(() => faults.inject({ kind: 'status503', afterApplication: true })).toThrow(/afterApplication applies to answer, reset, hang/);
+  });
 });

@@ -1,6 +1,6 @@
 import { systemClock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
-import { InvalidResponseError, TransientError } from '../../errors.ts';
+import { ReplyNotSentError, ReplyOutcomeUnknownError } from '../../errors.ts';
 import { postReply } from '../../outbox/postReply.ts';
 import { replyTextProblem } from '../../outbox/states.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
@@ -8,8 +8,9 @@ import { EXIT, ExitError } from '../exit.ts';
 
 /**
  * `ticket-mirror reply <ticket-id> <message>`: posts a reply now, writes it into `messages`, prints the new message id.
- * Exit 2 when the message is too short (checked before anything is opened or sent) or the token is rejected; exit 1
- * when the ticket does not exist or the outcome is unknown.
+ * Exit 2 when the message is too short (checked before anything is opened or sent) or the API refused the token
+ * (its own 401/403: nothing was posted); exit 1 when the ticket does not exist, nothing could be sent, or the outcome
+ * is unknown — any other answer (an HTML page, a 5xx, a timeout …) may have posted the reply, and says so.
  */
 export async function replyCommand(
   { config, logger }: CommandContext,
@@ -28,11 +29,13 @@ export async function replyCommand(
       const posted = await postReply({ db: database.db, client: engine.client, clock: systemClock }, ticketId, message);
       process.stdout.write(`${posted.messageId}\n`);
     } catch (error) {
-      if (error instanceof TransientError || error instanceof InvalidResponseError) {
-        throw new ExitError(
-          `the reply may or may not have been posted (${error.message}): look at ticket ${ticketId} before sending it again`,
-          EXIT.failure,
-        );
+      if (error instanceof ReplyOutcomeUnknownError) {
+        // Said as it is (no `cause` for the report to explain away as "cannot reach the API"): the reply may be there.
+        throw new ExitError(`the reply may have been posted (${error.message}); check ticket ${ticketId} before sending again`, EXIT.failure);
+      }
+      if (error instanceof ReplyNotSentError) {
+        // The report explains the cause (connection refused, host not found) with TICKETS_API_URL.
+        throw new ExitError(`the reply was not sent (${error.message}): the API could not be reached`, EXIT.failure, { cause: error });
       }
       throw error;
     }

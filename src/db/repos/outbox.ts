@@ -18,10 +18,10 @@ import { ts } from './rows.ts';
  *   pending → sending   claimed: committed before the POST, so a crash after it can never lead to a blind re-send
  *   pending → failed    the text is too short for the service once trimmed: nothing is sent
  *   sending → sent      the POST answered 201, or the ticket's detail shows the reply (reconciliation)
- *   sending → failed    the service refused the reply (404, 4xx), the tries are used up, or the outcome is ambiguous
- *   sending → pending   the POST certainly did not post: refused before the service took it (budget, 429, token),
- *                       or reconciliation found no trace of it
- *   sending → sending   the outcome is unknown for now (server error, timeout, a crash): check again later
+ *   sending → failed    the API refused the reply (its 404, its 422), the tries are used up, or the outcome is ambiguous
+ *   sending → pending   the POST certainly did not post: the local budget refused it, the connection was refused, the
+ *                       API's 401/403 — or reconciliation found no trace of it
+ *   sending → sending   the outcome is unknown for now (any other answer, no answer, a crash): check the ticket later
  *
  * `sent` and `failed` are final: the deliverer never leaves them (a person may re-queue a failed row with SQL).
  */
@@ -118,16 +118,11 @@ export function markFailed(tx: Tx, row: OutboxRow, error: string): Promise<Outbo
 }
 
 /**
- * Back to `pending`, to be sent at `retryAt` (null: on the next run). `refused`: the service never took the POST (the
- * budget, a 429, the token), so the attempt does not count against the row's tries.
+ * Back to `pending`, to be sent at `retryAt` (null: on the next run), when the POST certainly did not post. The attempt
+ * still counts: attempts are never given back, so no answer, however it is read, can make a row be sent without end.
  */
-export function markPending(tx: Tx, row: OutboxRow, retryAt: string | null, error: string, refused: boolean): Promise<OutboxRow | null> {
-  return moveRow(
-    tx,
-    row,
-    'pending',
-    sql`next_attempt_at = ${retryAt}::timestamptz, error = ${error}${refused ? sql`, attempts = greatest(attempts - 1, 0)` : sql``}`,
-  );
+export function markPending(tx: Tx, row: OutboxRow, retryAt: string | null, error: string): Promise<OutboxRow | null> {
+  return moveRow(tx, row, 'pending', sql`next_attempt_at = ${retryAt}::timestamptz, error = ${error}`);
 }
 
 /**
