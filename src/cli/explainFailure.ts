@@ -8,8 +8,9 @@ import { EXIT } from './exit.ts';
  * codes — a Node system error's (ECONNREFUSED …), a PostgreSQL SQLSTATE (28P01 …), or the name of one of ours — in the
  * one table below; anything else is left to the caller's plain report.
  *
- * Exit codes: 2 when a setting must change (a login or a token refused, a database that does not exist, a port or a
- * data folder taken by another program); 1 when the database or the API could not be reached, which may pass by itself.
+ * Exit codes: 2 when a setting must change (a login or a token refused, a database that does not exist, a port taken
+ * by another program); 1 when the database or the API could not be reached, or another process holds the embedded
+ * database's folder (as before: the contract's `migrate` and `rebuild` exit 0 or 1), which may pass by itself.
  */
 
 export interface Explanation {
@@ -41,7 +42,7 @@ const FAILURES: Record<string, { what: string; kind: Kind; exit: number }> = {
   '28P01': { what: 'password authentication failed', kind: 'login', exit: EXIT.usage },
   '28000': { what: 'the login was refused', kind: 'login', exit: EXIT.usage },
   '3D000': { what: 'the database does not exist', kind: 'no-database', exit: EXIT.usage },
-  DataFolderLockedError: { what: 'the data folder is in use', kind: 'locked', exit: EXIT.usage },
+  DataFolderLockedError: { what: 'the data folder is in use', kind: 'locked', exit: EXIT.failure },
   AuthError: { what: 'the API refused the token', kind: 'token', exit: EXIT.usage },
 };
 

@@ -113,12 +113,12 @@ describe('what another process holds', () => {
     expect(messageLines(r)).toEqual([`ticket-mirror: 127.0.0.1:${port} is in use by another program`, '  Stop that program, or choose another port.']);
   });
 
-  it('the embedded database locked by a running `run`: the folder, the process, PGLITE_DIR; exit 2', async () => {
+  it('the embedded database locked by a running `run`: the folder, the process, PGLITE_DIR; exit 1', async () => {
     run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, HTTP_PORT: '0', PGLITE_PORT: '0', LOG_LEVEL: 'info' });
     const folder = join(run.cwd, 'pglite');
     await waitUntil('the first process holds the data folder', () => existsSync(join(folder, 'ticket-mirror.lock')), 60_000, run);
     const r = await runCli(['migrate'], { PGLITE_DIR: folder }, dir);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(messageLines(r)).toEqual([
       `ticket-mirror: the embedded database in ${folder} is in use by process ${run.pid}; stop it, or set PGLITE_DIR to another folder`,
       '  Only one process may open the embedded database: for several processes or standby replicas, use PostgreSQL (DATABASE_URL).',
