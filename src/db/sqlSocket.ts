@@ -100,6 +100,8 @@ interface Connection {
 }
 
 const DAEMON = 'daemon' satisfies SessionUser;
+/** What a client may send before it has authenticated: a startup message and two SASL messages, with room to spare. */
+const MAX_BYTES_BEFORE_AUTH = 128 * 1024;
 
 export async function serveEmbeddedDatabase(
   database: Database,
@@ -261,6 +263,21 @@ export async function serveEmbeddedDatabase(
       forget(handler.handlerId);
       socket.destroy();
     });
+    // The handler buffers a message until its declared length has arrived: before the password, a client could make
+    // it hold up to 2 GB. PostgreSQL's own limits are 10 kB for a startup packet and 64 kB for an authentication token.
+    let unauthenticated = 0;
+    const limitBeforeAuth = (chunk: Buffer) => {
+      if (auth.authenticated) {
+        socket.off('data', limitBeforeAuth);
+        return;
+      }
+      unauthenticated += chunk.length;
+      if (unauthenticated <= MAX_BYTES_BEFORE_AUTH) return;
+      socket.off('data', limitBeforeAuth);
+      logger?.warn({ connection: handler.handlerId }, 'SQL socket: a client sent too much before authenticating; disconnecting it');
+      terminate(handler.handlerId, '08P01', 'invalid length of startup or authentication message');
+    };
+    socket.on('data', limitBeforeAuth);
   });
 
   await new Promise<void>((resolve, reject) => {
