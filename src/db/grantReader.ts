@@ -2,12 +2,13 @@ import { queryRows, quoteIdent, sql, type Db } from './connect.ts';
 
 /**
  * A read-only login for BI tools and people with psql: it may read every table and view of the mirror's schema, and
- * INSERT into `reply_outbox` (the contract's way for a user or tool to ask for a reply), nothing else — no UPDATE, no
- * DELETE, no DDL. Tables and views the migrating user creates later are readable too (default privileges), so a new
- * migration needs no new grant.
+ * INSERT `(ticket_id, message)` into `reply_outbox` (the contract's way for a user or tool to ask for a reply), nothing
+ * else — no other column, no UPDATE, no DELETE, no DDL. Tables and views the migrating user creates later are
+ * readable too (default privileges), so a new migration needs no new grant.
  *
  * The role is created with LOGIN and no password: the operator sets one with `alter role <role> password '…'`
- * (or lets pg_hba's other methods decide). An existing role is left as it is, only granted to.
+ * (or lets pg_hba's other methods decide). An existing role is left as it is, only granted to (a table-wide INSERT an
+ * earlier version gave it is narrowed to the two columns).
  *
  * PostgreSQL only: the embedded database has a single superuser and no authentication, so a role there restricts
  * nothing.
@@ -50,8 +51,11 @@ export async function grantReader(db: Db, schema: string, role: string): Promise
     await tx.execute(sql`grant select on all tables in schema ${s} to ${r}`);
     // For the objects the current (migrating) user creates from now on in this schema.
     await tx.execute(sql`alter default privileges in schema ${s} grant select on tables to ${r}`);
-    // The one write: asking for a reply. The id default calls nextval, which needs USAGE on the sequence.
-    await tx.execute(sql`grant insert on table ${s}.reply_outbox to ${r}`);
+    // The one write: asking for a reply, with its ticket and text alone — every other column is the daemon's (a
+    // state, a message_id or a next_attempt_at would feed the deliverer and reconciliation). A table-wide INSERT that
+    // an earlier version granted goes first. The id default calls nextval, which needs USAGE on the sequence.
+    await tx.execute(sql`revoke insert on table ${s}.reply_outbox from ${r}`);
+    await tx.execute(sql`grant insert (ticket_id, message) on table ${s}.reply_outbox to ${r}`);
     const [sequence] = await queryRows<{ name: string | null }>(
       tx,
       sql`select pg_get_serial_sequence(${`${quoteIdent(schema)}.reply_outbox`}, 'id') as name`,

@@ -155,9 +155,16 @@ export const replyOutbox = pgTable(
     nextAttemptAt: ts('next_attempt_at'),
     /** When the row entered `sending`: the POST may have gone out from then on. */
     sendingSince: ts('sending_since'),
+    /**
+     * How the row was inserted, as the trigger `reply_outbox_inserted` (migration 0005) judged it, whatever the INSERT
+     * said: `request` — ticket_id and message only, a reply to send; `forged` — with columns only the daemon writes
+     * (state, message_id, next_attempt_at …), kept as `failed` and never delivered nor trusted.
+     */
+    insertedAs: text('inserted_as', { enum: ['request', 'forged'] }).notNull().default('request'),
   },
   (t) => [
     check('reply_outbox_state_check', sql`${t.state} in ('pending', 'sending', 'sent', 'failed')`),
+    check('reply_outbox_inserted_as_check', sql`${t.insertedAs} in ('request', 'forged')`),
     check('reply_outbox_message_check', sql`char_length(btrim(${t.message})) >= 3`),
     check('reply_outbox_ticket_check', sql`char_length(btrim(${t.ticketId})) > 0`),
     index('reply_outbox_open_idx').on(t.id).where(sql`state in ('pending', 'sending')`),

@@ -56,6 +56,21 @@ describe.skipIf(!postgresUrl)('grantReader on PostgreSQL (PGlite has one superus
       ]);
       const inserted = await reader.query(`insert into reply_outbox (ticket_id, message) values ('t1', 'Thank you!') returning id, state`);
       expect(inserted.rows).toEqual([{ id: expect.any(String), state: 'pending' }]);
+      // Every column but the request's own is the daemon's: a reader cannot forge a sent row, a claimed message id, a
+      // row that never comes due, or its own verdict.
+      for (const [column, value] of [
+        ['state', `'sent'`],
+        ['message_id', `'M-forged'`],
+        ['next_attempt_at', `'infinity'`],
+        ['sent_at', 'now()'],
+        ['attempts', '9'],
+        ['error', `'x'`],
+        ['sending_since', 'now()'],
+        ['inserted_as', `'request'`],
+        ['requested_at', 'now()'],
+      ]) {
+        expect(await sqlState(reader.query(`insert into reply_outbox (ticket_id, message, ${column}) values ('t1', 'Thank you!', ${value})`))).toBe('42501');
+      }
 
       expect(await sqlState(reader.query(`update reply_outbox set message = 'changed it'`))).toBe('42501');
       expect(await sqlState(reader.query('delete from reply_outbox'))).toBe('42501');
@@ -64,16 +79,44 @@ describe.skipIf(!postgresUrl)('grantReader on PostgreSQL (PGlite has one superus
     } finally {
       await reader.end();
     }
-    // Nothing else anywhere in the schema: INSERT on reply_outbox is the only write privilege.
+    // Nothing else anywhere in the schema: INSERT of reply_outbox's ticket_id and message is the only write privilege.
     const privileges = await queryRows<{ table_name: string; privilege_type: string }>(
       database.db,
       sql`select table_name::text, privilege_type::text from information_schema.role_table_grants
           where grantee = ${role} and table_schema = ${database.schema} and privilege_type <> 'SELECT'`,
     );
-    expect(privileges).toEqual([{ table_name: 'reply_outbox', privilege_type: 'INSERT' }]);
+    expect(privileges).toEqual([]);
+    const columns = await queryRows<{ table_name: string; column_name: string; privilege_type: string }>(
+      database.db,
+      sql`select table_name::text, column_name::text, privilege_type::text from information_schema.role_column_grants
+          where grantee = ${role} and table_schema = ${database.schema} and privilege_type <> 'SELECT'
+          order by column_name`,
+    );
+    expect(columns).toEqual([
+      { table_name: 'reply_outbox', column_name: 'message', privilege_type: 'INSERT' },
+      { table_name: 'reply_outbox', column_name: 'ticket_id', privilege_type: 'INSERT' },
+    ]);
     const [rows] = await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from reply_outbox`);
     expect(rows!.n).toBe(1);
     await dropRole(database, role);
+  });
+
+  it('narrows the table-wide INSERT an earlier version granted to (ticket_id, message)', async () => {
+    const role = uniqueRole();
+    await grantReader(database.db, database.schema, role);
+    await database.db.execute(sql.raw(`grant insert on table reply_outbox to "${role}"`));
+    expect(await grantReader(database.db, database.schema, role)).toEqual({ role, created: false });
+    const reader = await connectAs(role, database.schema);
+    try {
+      expect(await sqlState(reader.query(`insert into reply_outbox (ticket_id, message, state) values ('t1', 'Thank you!', 'sent')`))).toBe('42501');
+      expect((await reader.query(`insert into reply_outbox (ticket_id, message) values ('t1', 'Thanks again!') returning state`)).rows).toEqual([
+        { state: 'pending' },
+      ]);
+    } finally {
+      await reader.end();
+      await database.db.execute(sql`delete from reply_outbox`);
+      await dropRole(database, role);
+    }
   });
 
   it('makes tables created later by the migrating user readable, and is idempotent', async () => {
@@ -104,13 +147,15 @@ describe.skipIf(!postgresUrl)('grantReader on PostgreSQL (PGlite has one superus
     const logger = createLogger('silent');
     const config = loadConfig({ DATABASE_URL: postgresUrl!, DB_SCHEMA: database.schema }, { dotenv: false });
     await grantReaderCommand({ config, logger }, role);
-    const [granted] = await queryRows<{ select: boolean; insert: boolean; update: boolean }>(
+    const [granted] = await queryRows<{ select: boolean; insert: boolean; insert_message: boolean; insert_state: boolean; update: boolean }>(
       database.db,
       sql`select has_table_privilege(${role}, 'reply_outbox', 'select') as select,
-                 has_table_privilege(${role}, 'reply_outbox', 'insert') as insert,
+                 has_any_column_privilege(${role}, 'reply_outbox', 'insert') as insert,
+                 has_column_privilege(${role}, 'reply_outbox', 'message', 'insert') as insert_message,
+                 has_column_privilege(${role}, 'reply_outbox', 'state', 'insert') as insert_state,
                  has_table_privilege(${role}, 'reply_outbox', 'update') as update`,
     );
-    expect(granted).toEqual({ select: true, insert: true, update: false });
+    expect(granted).toEqual({ select: true, insert: true, insert_message: true, insert_state: false, update: false });
     await dropRole(database, role);
 
     const embedded = loadConfig({ PGLITE_DIR: '/nonexistent' }, { dotenv: false });

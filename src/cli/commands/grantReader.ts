@@ -4,7 +4,7 @@ import { withDatabase, type CommandContext } from '../context.ts';
 
 /**
  * `grant-reader <role>`: migrate, then create (if missing) a login role that may read the mirror's tables and views
- * and insert into reply_outbox, nothing more. Needs DATABASE_URL: the embedded database has no roles worth the name.
+ * and insert (ticket_id, message) into reply_outbox, nothing more. Needs DATABASE_URL: the embedded database has no roles worth the name.
  */
 export async function grantReaderCommand(ctx: CommandContext, role: string): Promise<void> {
   try {
@@ -23,7 +23,7 @@ export async function grantReaderCommand(ctx: CommandContext, role: string): Pro
     const { created } = await grantReader(database.db, database.schema, role);
     ctx.logger.info({ role, schema: database.schema, created }, 'read-only role granted');
     process.stdout.write(
-      `${created ? 'created' : 'updated'} role ${role}: it may SELECT every table and view of schema ${database.schema} and INSERT into reply_outbox.\n` +
+      `${created ? 'created' : 'updated'} role ${role}: it may SELECT every table and view of schema ${database.schema} and INSERT (ticket_id, message) into reply_outbox.\n` +
         (created ? `It has no password yet: alter role ${role} password '...';\n` : ''),
     );
   });

@@ -13,7 +13,8 @@ import { ts } from './rows.ts';
  */
 
 /**
- * The reply outbox's state machine, as data. A row is INSERTed `pending` by any SQL client and ends `sent` or `failed`:
+ * The reply outbox's state machine, as data. A row is INSERTed `pending` by any SQL client and ends `sent` or `failed`
+ * (an INSERT that sets any column the daemon writes is turned into a `failed`, forged row by a trigger; see 0005):
  *
  *   pending → sending   claimed: committed before the POST, so a crash after it can never lead to a blind re-send
  *   pending → failed    the text is too short for the service once trimmed: nothing is sent
@@ -80,7 +81,9 @@ function toOutboxRow(r: OutboxRecord): OutboxRow {
 
 /**
  * The oldest row that is due (pending, or sending with its lease run out), locked until the caller's transaction
- * ends. SKIP LOCKED: concurrent deliverers each take a different row and never wait for each other.
+ * ends. SKIP LOCKED: concurrent deliverers each take a different row and never wait for each other. Only rows inserted
+ * as requests: a forged one (see the trigger reply_outbox_inserted, migration 0005) is never delivered, whatever its
+ * state says.
  */
 export async function lockNextDue(tx: Tx, now: string): Promise<OutboxRow | undefined> {
   // The states are written out, not parameters, so that the partial index reply_outbox_open_idx serves the query.
@@ -88,6 +91,7 @@ export async function lockNextDue(tx: Tx, now: string): Promise<OutboxRow | unde
     tx,
     sql`select ${OUTBOX_COLUMNS} from reply_outbox
         where state in ('pending', 'sending') and (next_attempt_at is null or next_attempt_at <= ${now}::timestamptz)
+          and inserted_as = 'request'
         order by id limit 1
         for update skip locked`,
   );
@@ -140,11 +144,15 @@ async function moveRow(tx: Tx, row: OutboxRow, to: OutboxState, set: SQL): Promi
   return updated ? toOutboxRow(updated) : null;
 }
 
-/** Message ids of the ticket that outbox rows were matched with: reconciliation must not match them again. */
+/**
+ * Message ids of the ticket that outbox rows were matched with: reconciliation must not match them again. Only rows
+ * inserted as requests count: a forged row's message_id (see the trigger reply_outbox_inserted) could otherwise hide
+ * a posted reply from reconciliation, which would then send it again.
+ */
 export async function claimedMessageIds(tx: Tx, ticketId: string): Promise<Set<string>> {
   const rows = await queryRows<{ message_id: string }>(
     tx,
-    sql`select message_id from reply_outbox where ticket_id = ${ticketId} and message_id is not null`,
+    sql`select message_id from reply_outbox where ticket_id = ${ticketId} and message_id is not null and inserted_as = 'request'`,
   );
   return new Set(rows.map((r) => r.message_id));
 }
@@ -158,7 +166,7 @@ export async function tokenUser(tx: Tx): Promise<unknown> {
   const [row] = await queryRows<{ author: unknown }>(
     tx,
     sql`select m.author from reply_outbox o join messages m on m.id = o.message_id
-        where o.state = 'sent' and m.author is not null
+        where o.state = 'sent' and o.inserted_as = 'request' and m.author is not null
         order by o.id limit 1`,
   );
   return row?.author ?? null;
