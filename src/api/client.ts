@@ -49,6 +49,11 @@ export interface LedgerEntry extends LedgerStart {
   /** The server's x-ratelimit-remaining, when given. */
   ratelimitRemaining: number | null;
   ratelimitLimit: number | null;
+  /**
+   * Set (to the system error code: ECONNREFUSED, ENOTFOUND, EAI_AGAIN) when the request provably never left this host:
+   * it cost the token nothing, so it is not charged to the budget (the ledger drops its row, the gate its sample).
+   */
+  notSent?: string;
 }
 
 /** Settles the ledger record of one request with its outcome. Called exactly once. Must not throw. */
@@ -232,6 +237,7 @@ export class ApiClient {
     const settle = await this.#o.record({ at, method, path, kind });
     let status: number | null = null;
     let headers: IncomingHttpHeaders = {};
+    let notSent: string | undefined;
     const cap = this.#o.maxResponseBytes;
     try {
       const request = got(this.#o.baseUrl + path, {
@@ -276,6 +282,9 @@ export class ApiClient {
           throw new ResponseTooLargeError(`${method} ${path}: the answer is larger than the ${cap}-byte cap of API_MAX_RESPONSE_BYTES (${size})`, bytes, cap);
         }
         if (error instanceof RequestError) {
+          const code = systemCode(error);
+          // A refused connection or an unknown host: nothing reached the server (a timeout or a reset may have).
+          if (status === null && sentNothing(code)) notSent = code;
           throw new TransientError(`${method} ${path}: ${error.code ?? error.message}`, undefined, { cause: error });
         }
         throw error;
@@ -290,6 +299,7 @@ export class ApiClient {
         durationMs: Math.round(performance.now() - startedReal),
         ratelimitRemaining: headerInt(headers['x-ratelimit-remaining']),
         ratelimitLimit: headerInt(headers['x-ratelimit-limit']),
+        ...(notSent === undefined ? {} : { notSent }),
       });
     }
   }

@@ -3,7 +3,7 @@ import { LIST_NAMES, type ListName, type RequestKind } from '../api/endpoints.ts
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
-import { insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
+import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { applyListDiff, lastPollWithheld, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
@@ -54,6 +54,8 @@ export interface EngineOptions {
   concurrency?: number;
   /** Largest API answer read (API_MAX_RESPONSE_BYTES). @default 64 MiB, the client's */
   maxResponseBytes?: number;
+  /** Per-request timeout of the API client. @default 30000, the client's */
+  timeoutMs?: number;
 }
 
 export class SyncEngine {
@@ -84,6 +86,7 @@ export class SyncEngine {
       gate: this.#gate,
       record: (start) => this.#record(start),
       ...(this.#o.maxResponseBytes ? { maxResponseBytes: this.#o.maxResponseBytes } : {}),
+      ...(this.#o.timeoutMs ? { timeoutMs: this.#o.timeoutMs } : {}),
       ...(this.#o.sleep ? { sleep: this.#o.sleep } : {}),
       ...(this.#o.signal ? { signal: this.#o.signal } : {}),
     });
@@ -314,7 +317,8 @@ export class SyncEngine {
    * The ledger row of a request is written before it is sent (a crash mid-request still counts it) and settled once its
    * outcome is known; the gate hears of it then, having counted it as in flight meanwhile. Rows are written in order;
    * a failed write is logged, never allowed to break the request's caller (a row that could not be opened is inserted
-   * whole when the outcome is known).
+   * whole when the outcome is known). A request that never left this host (connection refused, host not found) cost
+   * the token nothing: its row is dropped, the gate never hears of it, and the log tells of the attempt.
    */
   async #record(start: LedgerStart): Promise<SettleLedger> {
     this.#requestsThisPass++;
@@ -323,6 +327,16 @@ export class SyncEngine {
       id = await openRequest(this.#o.db, start);
     });
     return (entry: LedgerEntry) => {
+      if (entry.notSent !== undefined) {
+        this.#requestsThisPass--;
+        this.#o.logger.warn(
+          { kind: entry.kind, method: entry.method, path: entry.path, code: entry.notSent },
+          'request not sent (the API could not be reached): not counted against the budget',
+        );
+        return this.#ledgerWrite(async () => {
+          if (id !== undefined) await dropRequest(this.#o.db, id);
+        });
+      }
       this.gate.note(entry);
       this.events.safeEmit('request:sent', entry);
       return this.#ledgerWrite(() => (id === undefined ? insertRequest(this.#o.db, entry) : settleRequest(this.#o.db, id, entry)));

@@ -29,6 +29,14 @@ export async function settleRequest(tx: Tx, id: number, e: LedgerEntry): Promise
     where id = ${id}`);
 }
 
+/**
+ * Forgets the row of a request that provably never left this host (connection refused, host not found): it cost the
+ * token nothing, and the contract's ledger has one row per request sent. The log tells of the attempt.
+ */
+export async function dropRequest(tx: Tx, id: number): Promise<void> {
+  await tx.execute(sql`delete from api_requests where id = ${id} and status is null`);
+}
+
 /** The ledger's samples since `since` (epoch ms), oldest first. */
 export async function loadSamples(tx: Tx, since: number, minuteLimit: number): Promise<LedgerSample[]> {
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null }>(
