@@ -1,15 +1,18 @@
-import cron, { type ScheduledTask } from 'node-cron';
 import type { Clock } from '../clock.ts';
 import { AuthError, coerceError, safeError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { AUTH_BACKOFF, backoffDelay, FAILURE_BACKOFF, type BackoffPolicy } from '../sync/backoff.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { PassSummary } from '../sync/events.ts';
+import { SECOND_MS } from '../time.ts';
 import { describePlan } from './describePlan.ts';
 
 /**
- * The sync loop of one engine. node-cron ticks every 15 s; each tick runs one pass unless one is running or the
- * daemon is backing off. Most ticks request nothing: the planner decides when a list is due.
+ * The sync loop of one engine. It sleeps until the plan says a pass could request something (`Plan.wakeAt`: a list
+ * falls due, a slot frees in the window, a half hour of history closes …), never longer than a safety cap, runs one
+ * pass and the work after it (the reply outbox), then plans again. While it sleeps it asks the after-pass work, if that
+ * can tell (`AfterPass.waiting`, a local query), whether something new waits — a reply row inserted — and wakes early
+ * for it; stop() and an aborted signal wake it at once. See `nextWake`.
  *
  * Back-off (src/sync/backoff.ts): after a pass that ended on server trouble or failed, the next waits 1 min, doubling
  * to 30 min; after a rejected token — in the pass, or in the work after it (a reply POST the API answered 401/403) —
@@ -19,23 +22,70 @@ import { describePlan } from './describePlan.ts';
  * daemon then stops too. (`Replica` does both, for a term of leadership.)
  */
 
+/** Work after each pass (the reply outbox); it should give up when `signal` aborts. */
+export interface AfterPass {
+  (signal: AbortSignal): Promise<void>;
+  /** How many of its items wait to be done now (a local query, no API request): the sleeping loop wakes when it grows. */
+  waiting?: () => Promise<number>;
+}
+
 export interface DaemonOptions {
   engine: SyncEngine;
   clock: Clock;
   logger: Logger;
-  /** Cron expression of the tick. @default every 15 seconds */
-  schedule?: string;
   /** Extra work each tick, after the pass (the reply outbox); it should give up when `signal` aborts. */
-  afterPass?: (signal: AbortSignal) => Promise<void>;
+  afterPass?: AfterPass;
   /** Aborting it stops the daemon: no new pass starts, and a failure it caused is not reported as one. */
   signal?: AbortSignal;
+  /**
+   * How the loop waits `ms` (resolving early when `signal` aborts). @default a timer; tests pass one that moves a
+   * ManualClock.
+   */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
+
+/** The loop's timing: what bounds a sleep, whatever the plan says. */
+export const WAKE = {
+  /** Never sleep longer: what the plan cannot foresee (another client of the token, a clock jump) is seen by then. */
+  maxSleepMs: 5 * 60 * SECOND_MS,
+  /** While sleeping, how often the after-pass work is asked whether something new waits (a local query). */
+  probeMs: 5 * SECOND_MS,
+  /** When the plan cannot be made (the database is down): try again after this. */
+  planFailedMs: 60 * SECOND_MS,
+} as const;
+
+/**
+ * When the loop runs its next pass, from what it knows after one: the plan's `wakeAt` (the earliest instant a pass
+ * could request anything), never before a back-off ends (`notBefore`), never sooner than one slot of the minute
+ * allowance after the pass that just ran (`minGapMs`: a plan that wants to request now while the budget refuses must
+ * not spin), and never later than `maxSleepMs` from now. Pure.
+ */
+export function nextWake(w: { now: number; planWakeAt: number | null; notBefore: number; minGapMs: number; maxSleepMs: number }): number {
+  const planned = w.planWakeAt ?? w.now + w.maxSleepMs;
+  const wake = Math.min(Math.max(planned, w.now + w.minGapMs), w.now + w.maxSleepMs);
+  return Math.max(wake, w.notBefore);
+}
+
+const timerSleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 
 export type DaemonHealth = { state: 'starting' | 'ok' | 'failing' | 'auth_failed' | 'stopped'; reason: string | null; lastPass: PassSummary | null };
 
 export class Daemon {
   readonly #o: DaemonOptions;
-  #task: ScheduledTask | undefined;
+  #loop: Promise<void> | undefined;
+  /** Aborted by stop(): wakes the sleeping loop at once. */
+  readonly #wake = new AbortController();
+  #nextWakeAt: number | null = null;
   #running: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   #failures = 0;
@@ -52,9 +102,13 @@ export class Daemon {
     return this.#health;
   }
 
+  /** When the sleeping loop runs its next pass (null before the first, or once stopped). */
+  get nextWakeAt(): number | null {
+    return this.#nextWakeAt;
+  }
+
   async start(): Promise<void> {
-    if (this.#task || this.#stopping || this.#signal.aborted) return;
-    this.#task = cron.schedule(this.#o.schedule ?? '*/15 * * * * *', () => this.tick(), { noOverlap: true, name: 'ticket-mirror-sync' });
+    if (this.#loop || this.#stopping || this.#signal.aborted) return;
     this.#signal.addEventListener('abort', () => void this.stop(), { once: true });
     try {
       const plan = await this.#o.engine.plan();
@@ -64,7 +118,62 @@ export class Daemon {
       // The first tick meets the same trouble and backs off; the plan is only shown.
       this.#o.logger.warn({ err: safeErrorMessage(error) }, 'could not compute the plan');
     }
-    void this.tick();
+    this.#loop = this.#run();
+  }
+
+  /** Pass, plan, sleep until the plan's instant (or something new waits, or stop), again. */
+  async #run(): Promise<void> {
+    const sleep = this.#o.sleep ?? timerSleep;
+    const stopped = () => this.#stopping !== null || this.#signal.aborted;
+    while (!stopped()) {
+      await this.tick();
+      if (stopped()) break;
+      const now = this.#o.clock.now();
+      const waitingAfter = await this.#waiting();
+      this.#nextWakeAt = nextWake({
+        now,
+        planWakeAt: await this.#planWakeAt(now),
+        notBefore: this.#notBefore,
+        minGapMs: this.#minGapMs(),
+        maxSleepMs: WAKE.maxSleepMs,
+      });
+      // Sleep in probes: something new waiting for the after-pass work wakes the loop — unless it is backing off.
+      while (!stopped()) {
+        const left = this.#nextWakeAt - this.#o.clock.now();
+        if (left <= 0) break;
+        await sleep(this.#o.afterPass?.waiting ? Math.min(left, WAKE.probeMs) : left, this.#wake.signal);
+        if (stopped() || this.#o.clock.now() < this.#notBefore) continue;
+        if (waitingAfter !== null && ((await this.#waiting()) ?? 0) > waitingAfter) break;
+      }
+    }
+    this.#nextWakeAt = null;
+  }
+
+  /** The plan's wakeAt now; after a failure to plan, a retry later (the pass itself then reports the trouble). */
+  async #planWakeAt(now: number): Promise<number> {
+    try {
+      return (await this.#o.engine.plan(now)).wakeAt;
+    } catch (error) {
+      this.#o.logger.warn({ err: safeErrorMessage(error) }, 'could not compute the plan');
+      return now + WAKE.planFailedMs;
+    }
+  }
+
+  /** One slot of the minute allowance: the quickest pace at which the budget lets requests go. */
+  #minGapMs(): number {
+    const perMinute = this.#o.engine.gate?.snapshot().minuteAllowed ?? 0;
+    return perMinute > 0 ? Math.ceil((60 * SECOND_MS) / perMinute) : WAKE.planFailedMs;
+  }
+
+  async #waiting(): Promise<number | null> {
+    const probe = this.#o.afterPass?.waiting;
+    if (!probe) return null;
+    try {
+      return await probe();
+    } catch (error) {
+      this.#o.logger.warn({ err: safeErrorMessage(error) }, 'could not check the reply outbox');
+      return null;
+    }
   }
 
   /** One tick: a pass unless one is running or the daemon is backing off. Resolves when the pass is done. */
@@ -132,11 +241,12 @@ export class Daemon {
     this.#o.logger.warn({ retryInSeconds: Math.round(wait / 1000), reason }, 'backing off');
   }
 
-  /** Stops ticking and waits for the running pass. Idempotent. */
+  /** Stops the loop (waking it if it sleeps) and waits for the running pass. Idempotent. */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
-      await this.#task?.stop();
+      this.#wake.abort();
       await this.#running;
+      await this.#loop;
       this.#health = { ...this.#health, state: 'stopped' };
     })();
     return this.#stopping;

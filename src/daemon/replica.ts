@@ -5,7 +5,7 @@ import type { Logger } from '../logger.ts';
 import { msOption } from '../options.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { PassSummary } from '../sync/events.ts';
-import { Daemon, type DaemonHealth } from './daemon.ts';
+import { Daemon, type AfterPass, type DaemonHealth } from './daemon.ts';
 import type { Lease, Leadership } from './leader.ts';
 
 /**
@@ -47,10 +47,8 @@ export interface ReplicaOptions {
   engine: (signal: AbortSignal) => SyncEngine;
   clock: Clock;
   logger: Logger;
-  /** Cron expression of the daemon's tick. @default every 15 seconds */
-  schedule?: string;
   /** Makes a term's work after each pass (the reply outbox) for the term's engine. */
-  afterPass?: (engine: SyncEngine) => (signal: AbortSignal) => Promise<void>;
+  afterPass?: (engine: SyncEngine) => AfterPass;
   /** How long stop() lets a running pass finish before aborting its requests. @default 5000 */
   graceMs?: number;
 }
@@ -110,7 +108,6 @@ export class Replica {
         clock: this.#o.clock,
         logger: this.#o.logger,
         signal: term,
-        schedule: this.#o.schedule,
         afterPass: this.#o.afterPass?.(engine),
       });
       this.#daemon = daemon;

@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import { createEngine } from './compose.ts';
+import type { AfterPass } from './daemon.ts';
 import { localLeadership, postgresLeadership, type Leadership } from './leader.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { Replica } from './replica.ts';
@@ -28,7 +29,7 @@ export interface ServiceOptions {
    * daemon must use (the SQL socket's, when it serves the embedded database), e.g.
    * `({ db, engine }) => outboxAfterPass({ db, clock, logger, client: () => engine.client })`.
    */
-  afterPass?: (term: { db: Db; engine: SyncEngine }) => (signal: AbortSignal) => Promise<void>;
+  afterPass?: (term: { db: Db; engine: SyncEngine }) => AfterPass;
   /** Told of each term's engine as this process becomes the leader, before its first pass (the CLI's progress line). */
   onLeader?: (term: { db: Db; engine: SyncEngine }) => void;
   /** Leadership to compete for. @default an advisory lock on PostgreSQL, local on the embedded database */

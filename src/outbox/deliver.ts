@@ -3,6 +3,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { writeDetail } from '../db/repos/details.ts';
 import { recordPostedReply } from '../db/repos/messages.ts';
+import { countDueReplies } from '../db/repos/outboxDue.ts';
 import {
   checkLater,
   claimedMessageIds,
@@ -121,16 +122,19 @@ export async function deliverOutbox(o: DeliverOptions): Promise<OutboxReport> {
 }
 
 /**
- * The daemon's after-pass work: `afterPass: outboxAfterPass({ db, clock, logger, client: () => engine.client })`.
+ * The daemon's after-pass work: `afterPass: outboxAfterPass({ db, clock, logger, client: () => engine.client })`, with
+ * the count of rows due now that the daemon's loop watches while it sleeps.
  * `client` is read at each call, so it can follow the engine of the current term of leadership.
  */
 export function outboxAfterPass(
   o: Omit<DeliverOptions, 'client' | 'signal'> & { client: () => ApiClient },
-): (signal: AbortSignal) => Promise<void> {
-  return async (signal) => {
+): ((signal: AbortSignal) => Promise<void>) & { waiting: () => Promise<number> } {
+  const run = async (signal: AbortSignal) => {
     const report = await deliverOutbox({ ...o, client: o.client(), signal });
     if (report.sent + report.failed + report.waiting > 0) o.logger.info(report, 'reply outbox');
   };
+  // The daemon's sleeping loop asks this, and wakes when it grows: a reply inserted is sent within seconds.
+  return Object.assign(run, { waiting: () => countDueReplies(o.db, isoMicros(o.clock.now())) });
 }
 
 /** Takes the next due row and moves it on; undefined when none is due. */

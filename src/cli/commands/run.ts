@@ -26,7 +26,7 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
       database,
       logger,
       clock: systemClock,
-      // After every pass of the active replica (every 15 s): deliver the reply outbox with that term's engine.
+      // After every pass of the active replica, and as soon as a reply row waits: deliver the reply outbox with that term's engine.
       afterPass: ({ db, engine }) => outboxAfterPass({ db, clock: systemClock, logger, client: () => engine.client }),
       onLeader: progress && (({ db, engine }) => void progress.follow(engine.events, numbersFromDatabase(db, config, systemClock))),
     });
