@@ -40,8 +40,9 @@ export function cliOutput(
   return { logger, terminal };
 }
 
+/** The configured database; its migrate also writes the REPORT_* settings into report_settings. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {
-  return openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, schema: config.dbSchema });
+  return openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, schema: config.dbSchema, report: config.report });
 }
 
 /** Opens the database, runs `fn`, and closes it whatever happens. */

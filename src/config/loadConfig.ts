@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import type { ReportSettings } from '../model/reportSettings.ts';
+import { parseBusinessHours, parseDuration, parseTimeZone } from './reportSettings.ts';
 
 /**
  * Configuration is parsed once, here. Every variable of the public contract, its default, and a check; all problems are
@@ -24,6 +26,18 @@ const port = (fallback: number) =>
 
 const positiveInt = (fallback: number) =>
   z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+
+/** A transform from a parser that throws: its message becomes the variable's problem. */
+const parsedBy =
+  <T>(parse: (value: string) => T) =>
+  (value: string, ctx: z.RefinementCtx): T => {
+    try {
+      return parse(value);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  };
 
 const optionalText = z
   .string()
@@ -87,6 +101,14 @@ const EnvSchema = z.object({
   HTTP_HOST: optionalText.transform((v) => v ?? '127.0.0.1'),
   /** @default info */
   LOG_LEVEL: optionalText.pipe(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info')),
+  /** IANA time zone the BI views cut days, weeks and hours in. @default UTC */
+  REPORT_TIMEZONE: optionalText.pipe(z.string().transform(parsedBy(parseTimeZone)).default('UTC')),
+  /** Opening hours for business-time durations, e.g. `Mon-Fri 09:00-17:00`. @default unset (none) */
+  REPORT_BUSINESS_HOURS: optionalText.pipe(z.string().transform(parsedBy(parseBusinessHours)).optional()),
+  /** First-response target of the SLA views, e.g. `4h`. @default unset (not judged) */
+  REPORT_SLA_FIRST_RESPONSE: optionalText.pipe(z.string().transform(parsedBy(parseDuration)).optional()),
+  /** Resolution target of the SLA views, e.g. `2d`. @default unset (not judged) */
+  REPORT_SLA_RESOLUTION: optionalText.pipe(z.string().transform(parsedBy(parseDuration)).optional()),
   /** json or pretty. @default pretty when stderr is a terminal, json otherwise (decided by the CLI) */
   LOG_FORMAT: optionalText.pipe(z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(', ')}` }).optional()),
 });
@@ -112,6 +134,10 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Unset: the CLI picks pretty on a terminal and JSON otherwise. */
   readonly logFormat: 'json' | 'pretty' | undefined;
+  /** REPORT_TIMEZONE, REPORT_BUSINESS_HOURS, REPORT_SLA_*: written into report_settings by every migrate. */
+  readonly report: ReportSettings;
+  /** What loadConfig changed of a value given (TICKETS_API_URL ending in /api/v1), said in the log where it is used. */
+  readonly notes: readonly string[];
 }
 
 export interface LoadConfigOptions {
@@ -143,8 +169,9 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
   if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
+  const api = apiBase(e.TICKETS_API_URL);
   return Object.freeze({
-    apiUrl: e.TICKETS_API_URL,
+    apiUrl: api.url,
     apiToken: token,
     databaseUrl: e.DATABASE_URL,
     pgliteDir: resolve(cwd, e.PGLITE_DIR),
@@ -159,7 +186,27 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     httpHost: e.HTTP_HOST,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
+    report: Object.freeze({
+      timeZone: e.REPORT_TIMEZONE,
+      businessHours: e.REPORT_BUSINESS_HOURS === undefined ? null : merged.REPORT_BUSINESS_HOURS!.trim(),
+      businessWindows: e.REPORT_BUSINESS_HOURS ?? null,
+      slaFirstResponseSeconds: e.REPORT_SLA_FIRST_RESPONSE ?? null,
+      slaResolutionSeconds: e.REPORT_SLA_RESOLUTION ?? null,
+    }),
+    notes: Object.freeze(api.note ? [api.note] : []),
   });
+}
+
+/**
+ * The base URL from a TICKETS_API_URL given with the `/api/v1` that every request adds itself (as the spec's examples
+ * show it), and a note saying so; any other path is kept (a helpdesk may live under one). `url` has no trailing slash.
+ */
+function apiBase(url: string | undefined): { url: string | undefined; note?: string } {
+  if (url === undefined) return { url };
+  // The path's end, not the host's (https://api/v1 is the host "api"), and nothing after it (a query, a hash).
+  if (!/\/api\/v1$/i.test(new URL(url).pathname) || !/\/api\/v1$/i.test(url)) return { url };
+  const base = url.slice(0, -'/api/v1'.length);
+  return { url: base, note: `TICKETS_API_URL ends in /api/v1, which ticket-mirror adds to every request itself: using ${maskSecrets(base)}` };
 }
 
 export interface ApiConfig {

@@ -7,8 +7,11 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import type { ReportSettings } from '../model/reportSettings.ts';
 import { intOption } from '../options.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
+import { applyComments } from './repos/comments.ts';
+import { writeReportSettings } from './repos/reportSettings.ts';
 import * as schema from './schema.ts';
 
 /**
@@ -25,7 +28,10 @@ export interface Database {
   readonly schema: string;
   /** The PGlite instance when embedded (the SQL socket of `run` serves it); undefined on PostgreSQL. */
   readonly pglite?: PGlite;
-  /** Applies pending migrations; a no-op when there are none. Safe to run from several processes at once. */
+  /**
+   * Applies pending migrations, then the comments of db/comments.ts and the report settings (when given); a no-op when
+   * all is current. Safe to run from several processes at once.
+   */
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -37,6 +43,8 @@ export interface OpenDatabaseOptions {
   schema?: string;
   /** Pool size on PostgreSQL. @default 5 */
   poolSize?: number;
+  /** Written into report_settings by every migrate (REPORT_* of the configuration). @default the row is left as it is */
+  report?: ReportSettings | undefined;
 }
 
 const MIGRATIONS = fileURLToPath(new URL('../../migrations', import.meta.url));
@@ -44,12 +52,20 @@ const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const schemaName = options.schema ?? 'public';
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5));
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5), options.report);
   if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
-  return openPglite(options.pgliteDir, schemaName);
+  return openPglite(options.pgliteDir, schemaName, options.report);
 }
 
-async function openPostgres(url: string, schemaName: string, max: number): Promise<Database> {
+/** What every migrate does after the migrations: comments from their one source, and the report settings. */
+async function afterMigrations(db: Db, report: ReportSettings | undefined): Promise<void> {
+  await db.transaction(async (tx) => {
+    await applyComments(tx);
+    if (report) await writeReportSettings(tx, report);
+  });
+}
+
+async function openPostgres(url: string, schemaName: string, max: number, report: ReportSettings | undefined): Promise<Database> {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -77,6 +93,7 @@ async function openPostgres(url: string, schemaName: string, max: number): Promi
             migrationsSchema: schemaName,
             migrationsTable: MIGRATIONS_TABLE,
           });
+          await afterMigrations(drizzlePg(client, { schema }) as unknown as Db, report);
         } finally {
           await client.query('select pg_advisory_unlock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
         }
@@ -88,7 +105,7 @@ async function openPostgres(url: string, schemaName: string, max: number): Promi
   };
 }
 
-async function openPglite(dir: string, schemaName: string): Promise<Database> {
+async function openPglite(dir: string, schemaName: string, report: ReportSettings | undefined): Promise<Database> {
   const lock: FolderLock = lockDataFolder(dir);
   let client: PGlite;
   try {
@@ -111,6 +128,7 @@ async function openPglite(dir: string, schemaName: string): Promise<Database> {
         migrationsSchema: schemaName,
         migrationsTable: MIGRATIONS_TABLE,
       });
+      await afterMigrations(db, report);
     },
     async close() {
       if (closed) return;

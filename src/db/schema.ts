@@ -63,6 +63,8 @@ export const tickets = pgTable(
     /** Consecutive failures to fetch or store this ticket's detail; drives a per-ticket back-off. */
     detailFailures: integer('detail_failures').notNull().default(0),
     detailRetryAfter: ts('detail_retry_after'),
+    /** `assigned_to ->> 'id'` as a plain column for joins (agents view); kept by PostgreSQL, so rebuild keeps it too. */
+    assignedToId: text('assigned_to_id').generatedAlwaysAs(sql`assigned_to ->> 'id'`),
   },
   (t) => [
     index('tickets_created_at_idx').on(t.createdAt),
@@ -90,6 +92,10 @@ export const messages = pgTable(
     createdAt: ts('created_at'),
     author: jsonb('author'),
     removedAt: ts('removed_at'),
+    /** `author ->> 'id'` as a plain column. */
+    authorId: text('author_id').generatedAlwaysAs(sql`author ->> 'id'`),
+    /** The last time a detail (or a posted reply's answer) confirmed the row; it stays put once the row is removed. */
+    syncedAt: ts('synced_at'),
   },
   (t) => [index('messages_ticket_idx').on(t.ticketId, t.createdAt)],
 );
@@ -106,6 +112,8 @@ export const attachments = pgTable(
     mimeType: text('mime_type'),
     size: bigint('size', { mode: 'number' }),
     removedAt: ts('removed_at'),
+    /** The last time a detail confirmed the row. */
+    syncedAt: ts('synced_at'),
   },
   (t) => [index('attachments_ticket_idx').on(t.ticketId), index('attachments_message_idx').on(t.messageId)],
 );
@@ -128,6 +136,8 @@ export const ticketHistory = pgTable(
     validFrom: ts('valid_from').notNull(),
     validTo: ts('valid_to'),
     changedAfter: ts('changed_after'),
+    /** `assigned_to ->> 'id'` as a plain column. */
+    assignedToId: text('assigned_to_id').generatedAlwaysAs(sql`assigned_to ->> 'id'`),
   },
   (t) => [
     index('ticket_history_ticket_idx').on(t.ticketId, t.validFrom),
@@ -217,4 +227,25 @@ export const listPolls = pgTable(
     withheld: integer('withheld').notNull().default(0),
   },
   (t) => [index('list_polls_list_idx').on(t.list, t.at)],
+);
+
+/**
+ * The reporting settings of the daemon's configuration (REPORT_TIMEZONE, REPORT_BUSINESS_HOURS, REPORT_SLA_*), one row
+ * written by every migrate (db/repos/reportSettings.ts), read by the BI views: SQL cannot see the environment.
+ */
+export const reportSettings = pgTable(
+  'report_settings',
+  {
+    /** Always true: the table holds one row. */
+    id: boolean('id').primaryKey().default(true),
+    timeZone: text('time_zone').notNull().default('UTC'),
+    /** REPORT_BUSINESS_HOURS as given; null when unset. */
+    businessHours: text('business_hours'),
+    /** The same, parsed: `[{ isodow, opens, closes }]` in local time of time_zone; null when unset. */
+    businessWindows: jsonb('business_windows'),
+    slaFirstResponseSeconds: integer('sla_first_response_seconds'),
+    slaResolutionSeconds: integer('sla_resolution_seconds'),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [check('report_settings_one_row', sql`${t.id}`)],
 );

@@ -192,7 +192,21 @@ describe.each(backends)('BI views on $name', ({ open }) => {
           from pg_class c where c.relkind = 'v' and c.relnamespace = current_schema()::regnamespace order by 1`,
     );
     expect(rows).toEqual(
-      ['open_backlog_daily', 'open_by_assignee', 'open_by_widget', 'reply_delivery', 'ticket_first_response', 'ticket_resolution', 'unread_waiting'].map(
+      [
+        'agents',
+        'open_backlog_daily',
+        'open_by_assignee',
+        'open_by_widget',
+        'reply_delivery',
+        'response_times_weekly',
+        'sla_breaches',
+        'ticket_first_response',
+        'ticket_load_hourly',
+        'ticket_resolution',
+        'ticket_sla',
+        'tickets_current',
+        'unread_waiting',
+      ].map(
         (name) => ({ name, commented: true }),
       ),
     );

@@ -32,7 +32,8 @@ export interface DetailWriteResult {
 
 /**
  * Writes one ticket detail, all or nothing (call inside a transaction): the ticket, its messages and attachments
- * upserted; messages and attachments no longer in the detail get `removed_at` (nothing is deleted); a history row when
+ * upserted, each with `synced_at` = `at` (the detail confirmed it); messages and attachments no longer in the detail get
+ * `removed_at` and keep their last `synced_at` (nothing is deleted); a history row when
  * status, priority or assignment moved. `requestedAt` is when the request left: a list change seen after it keeps the
  * detail due.
  */
@@ -90,9 +91,9 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string): Promise<void>
   if (d.messages.length > 0) {
     await tx.execute(sql`
       insert into messages (id, ticket_id, message_type, ticket_status, message, outbound_sent, outbound_delivered_at,
-        outbound_bounced, outbound_spam_complaint, outbound_error, created_at, author, removed_at)
+        outbound_bounced, outbound_spam_complaint, outbound_error, created_at, author, removed_at, synced_at)
       select r.id, r.ticket_id, r.message_type, r.ticket_status, r.message, r.outbound_sent, r.outbound_delivered_at,
-        r.outbound_bounced, r.outbound_spam_complaint, r.outbound_error, r.created_at, r.author, null
+        r.outbound_bounced, r.outbound_spam_complaint, r.outbound_error, r.created_at, r.author, null, ${at}::timestamptz
       from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_type text, ticket_status text,
         message text, outbound_sent boolean, outbound_delivered_at timestamptz, outbound_bounced boolean,
         outbound_spam_complaint boolean, outbound_error text, created_at timestamptz, author jsonb)
@@ -101,7 +102,7 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string): Promise<void>
         message = excluded.message, outbound_sent = excluded.outbound_sent,
         outbound_delivered_at = excluded.outbound_delivered_at, outbound_bounced = excluded.outbound_bounced,
         outbound_spam_complaint = excluded.outbound_spam_complaint, outbound_error = excluded.outbound_error,
-        created_at = excluded.created_at, author = excluded.author, removed_at = null`);
+        created_at = excluded.created_at, author = excluded.author, removed_at = null, synced_at = excluded.synced_at`);
   }
   await tx.execute(sql`
     update messages set removed_at = ${at}::timestamptz
@@ -124,12 +125,12 @@ async function writeAttachments(tx: Tx, d: MappedDetail, at: string): Promise<vo
   );
   if (d.attachments.length > 0) {
     await tx.execute(sql`
-      insert into attachments (id, ticket_id, message_id, name, mime_type, size, removed_at)
-      select r.id, r.ticket_id, r.message_id, r.name, r.mime_type, r.size, null
+      insert into attachments (id, ticket_id, message_id, name, mime_type, size, removed_at, synced_at)
+      select r.id, r.ticket_id, r.message_id, r.name, r.mime_type, r.size, null, ${at}::timestamptz
       from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_id text, name text, mime_type text, size bigint)
       on conflict (id) do update set
         ticket_id = excluded.ticket_id, message_id = excluded.message_id, name = excluded.name,
-        mime_type = excluded.mime_type, size = excluded.size, removed_at = null`);
+        mime_type = excluded.mime_type, size = excluded.size, removed_at = null, synced_at = excluded.synced_at`);
   }
   await tx.execute(sql`
     update attachments set removed_at = ${at}::timestamptz

@@ -29,8 +29,8 @@ export async function recordPostedReply(tx: Tx, reply: PostedReply, at: string):
     on conflict (id) do update set detail_due_since = coalesce(t.detail_due_since, excluded.detail_due_since)`);
   // A detail fetched meanwhile may have stored the full row already: it wins.
   await tx.execute(sql`
-    insert into messages (id, ticket_id, message_type, message, created_at, author)
+    insert into messages (id, ticket_id, message_type, message, created_at, author, synced_at)
     values (${reply.messageId}, ${reply.ticketId}, 'outbound', ${reply.text}, ${timestampOrNull(reply.createdAt)}::timestamptz,
-      ${reply.author === null ? null : JSON.stringify(reply.author)}::jsonb)
+      ${reply.author === null ? null : JSON.stringify(reply.author)}::jsonb, ${at}::timestamptz)
     on conflict (id) do nothing`);
 }

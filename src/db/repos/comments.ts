@@ -1,0 +1,73 @@
+import { columnComment, FUNCTIONS, relationComment, RELATIONS } from '../comments.ts';
+import { queryRows, quoteIdent, sql, type Tx } from '../connect.ts';
+import { textColumn } from './rows.ts';
+
+/**
+ * Makes the comments of the schema's tables, views, columns and functions say what db/comments.ts says. Run by every
+ * migrate after the migrations, so a column added by a migration gets its comment from the same source, and an edit of
+ * a text reaches every database without a migration of its own. Only the comments that differ are written: on a
+ * current database this is one query.
+ *
+ * Returns what db/comments.ts documents that the database does not have (a test asserts that nothing is).
+ */
+export async function applyComments(tx: Tx): Promise<{ written: number; missing: string[] }> {
+  const relations = await queryRows<{ relation: string; column: string | null; kind: string; comment: string | null }>(
+    tx,
+    sql`select c.relname as relation, null::text as column, c.relkind::text as kind, obj_description(c.oid, 'pg_class') as comment
+        from pg_class c where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'v', 'p', 'm')
+        union all
+        select c.relname, a.attname::text, c.relkind::text, col_description(c.oid, a.attnum)
+        from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+        where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'v', 'p', 'm')`,
+  );
+  const current = new Map(relations.map((r) => [r.column === null ? r.relation : `${r.relation}.${r.column}`, r]));
+  const functions = await queryRows<{ signature: string; comment: string | null }>(
+    tx,
+    sql`select f.signature, obj_description(to_regprocedure(f.signature), 'pg_proc') as comment
+        from unnest(${textColumn(FUNCTIONS, (f) => f.signature)}) as f(signature)
+        where to_regprocedure(f.signature) is not null`,
+  );
+  const currentFunctions = new Map(functions.map((f) => [f.signature, f.comment]));
+
+  const statements: string[] = [];
+  const missing: string[] = [];
+  for (const [name, doc] of Object.entries(RELATIONS)) {
+    const existing = current.get(name);
+    if (!existing) {
+      missing.push(name);
+      continue;
+    }
+    const kind = existing.kind === 'v' || existing.kind === 'm' ? (existing.kind === 'v' ? 'VIEW' : 'MATERIALIZED VIEW') : 'TABLE';
+    const text = relationComment(doc);
+    if (existing.comment !== text) statements.push(`COMMENT ON ${kind} ${quoteIdent(name)} IS ${quoteLiteral(text)}`);
+    for (const [column, columnDoc] of Object.entries(doc.columns)) {
+      const col = current.get(`${name}.${column}`);
+      if (!col) {
+        missing.push(`${name}.${column}`);
+        continue;
+      }
+      const columnText = columnComment(columnDoc);
+      if (col.comment !== columnText) {
+        statements.push(`COMMENT ON COLUMN ${quoteIdent(name)}.${quoteIdent(column)} IS ${quoteLiteral(columnText)}`);
+      }
+    }
+  }
+  for (const f of FUNCTIONS) {
+    if (!currentFunctions.has(f.signature)) {
+      missing.push(f.signature);
+      continue;
+    }
+    if (currentFunctions.get(f.signature) !== f.about) statements.push(`COMMENT ON FUNCTION ${f.signature} IS ${quoteLiteral(f.about)}`);
+  }
+  for (const statement of statements) await tx.execute(sql.raw(statement));
+  return { written: statements.length, missing };
+}
+
+/**
+ * A string literal for COMMENT ON, which takes no parameters. The texts are the code's own; a backslash is refused so
+ * that the literal means the same whatever standard_conforming_strings says.
+ */
+function quoteLiteral(text: string): string {
+  if (/[\\\0]/.test(text)) throw new Error(`a comment in db/comments.ts holds a backslash or NUL: ${text.slice(0, 60)}`);
+  return `'${text.replaceAll("'", "''")}'`;
+}
