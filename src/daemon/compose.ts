@@ -10,6 +10,7 @@ export function createEngine(config: Config, database: Database, logger: Logger,
   const api = requireApi(config);
   // Where the token is about to be used: an unsafe way to send it is said before the first request.
   for (const warning of configWarnings(config)) logger.warn({ variable: warning.split('=', 1)[0] }, warning);
+  for (const note of config.notes) logger.info({ variable: note.split(' ', 1)[0] }, note);
   const engine = new SyncEngine({
     db: database.db,
     apiUrl: api.apiUrl,

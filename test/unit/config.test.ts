@@ -39,6 +39,8 @@ describe('loadConfig', () => {
       httpPort: 9464,
       httpHost: '127.0.0.1',
       logLevel: 'info',
+      report: { timeZone: 'UTC', businessHours: null, businessWindows: null, slaFirstResponseSeconds: null, slaResolutionSeconds: null },
+      notes: [],
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -248,5 +250,55 @@ describe('configWarnings: the token in clear text', () => {
     const lines = log.trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string; variable?: string });
     expect(lines).toContainEqual(expect.objectContaining({ level: 40, variable: 'TICKETS_API_URL', msg: expect.stringContaining('clear text') }));
     expect(log).not.toContain('secret-token');
+  });
+});
+
+describe('TICKETS_API_URL given with /api/v1', () => {
+  const load = (url: string) => loadConfig({ TICKETS_API_URL: url, TICKETS_API_TOKEN: 'secret-token' }, { cwd: emptyDir(), dotenv: false });
+
+  it.each([
+    ['https://help.example.com/api/v1', 'https://help.example.com'],
+    ['https://help.example.com/api/v1/', 'https://help.example.com'],
+    ['https://help.example.com/api/v1//', 'https://help.example.com'],
+    ['https://help.example.com/API/V1', 'https://help.example.com'],
+    ['http://127.0.0.1:4010/helpdesk/api/v1/', 'http://127.0.0.1:4010/helpdesk'],
+  ])('%s is accepted as %s, with a note', (given, base) => {
+    const config = load(given);
+    expect(config.apiUrl).toBe(base);
+    expect(config.notes).toEqual([`TICKETS_API_URL ends in /api/v1, which ticket-mirror adds to every request itself: using ${base}`]);
+  });
+
+  it.each([
+    'https://help.example.com',
+    'https://help.example.com/helpdesk/',
+    'https://help.example.com/api/v2',
+    'https://help.example.com/api/v1/tickets',
+    'https://help.example.com/my-api/v10',
+    'https://api/v1',
+    'https://help.example.com/api/v1?x=1',
+  ])('%s is left as it is, without a note', (given) => {
+    const config = load(given);
+    expect(config.apiUrl).toBe(given.replace(/\/+$/, ''));
+    expect(config.notes).toEqual([]);
+  });
+
+  it('never shows a password the URL holds in its note', () => {
+    const config = load('https://user:pa55word@help.example.com/api/v1');
+    expect(config.apiUrl).toBe('https://user:pa55word@help.example.com');
+    expect(config.notes[0]).toContain('https://user:***@help.example.com');
+    expect(config.notes[0]).not.toContain('pa55word');
+  });
+
+  it('the note is logged, at info, where the engine that uses the URL is composed', () => {
+    let log = '';
+    const logger = createLogger('info', { write: (line: string) => void (log += line) });
+    createEngine(load('https://help.example.com/api/v1/'), { db: null } as unknown as Database, logger, new ManualClock());
+    const lines = log.trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string; variable?: string });
+    expect(lines).toContainEqual({
+      ...lines[0],
+      level: 30,
+      variable: 'TICKETS_API_URL',
+      msg: 'TICKETS_API_URL ends in /api/v1, which ticket-mirror adds to every request itself: using https://help.example.com',
+    });
   });
 });
