@@ -68,6 +68,52 @@ describe.each(backends)('report time zone and business hours on $name', ({ open 
     expect(await seconds(db, sql`business_seconds('2026-03-28T00:00:00Z', '2026-03-31T00:00:00Z', 'UTC', ${sql.raw(sundays)})`)).toBe(24 * HOUR);
   });
 
+  it('business_seconds agrees with counting every window of every day, over a year of spans of every length', async () => {
+    // Deterministic spans in 2026, from a minute to half a year, at whole seconds.
+    let seed = 17;
+    const next = () => (seed = (seed * 48271) % 2147483647);
+    const start = Date.UTC(2026, 0, 1) / 1000;
+    const spans = Array.from({ length: 150 }, (_, i) => {
+      const a = start + (next() % (365 * 86400));
+      const length = [60, 3600, 86400, 7 * 86400, 60 * 86400, 180 * 86400][i % 6]!;
+      return [a, a + (next() % length) + 1] as const;
+    });
+    const values = sql.raw(spans.map(([a, b]) => `(to_timestamp(${a}), to_timestamp(${b}))`).join(', '));
+    // Office hours, and a Sunday night window that holds both clock changes of Europe/Berlin and of New York.
+    const windows = JSON.stringify([
+      ...parseBusinessHours('Mon-Fri 09:00-17:00'),
+      { isodow: 7, opens: '01:00', closes: '04:00' },
+    ]);
+    for (const zone of ['Europe/Berlin', 'America/New_York', 'Asia/Kolkata']) {
+      const [row] = await queryRows<{ spans: number; differ: number; total: number }>(
+        database.db,
+        sql`with spans(a, b) as (values ${values}),
+            counted as (
+              select business_seconds(a, b, ${zone}, ${windows}::jsonb) as fast,
+                (select coalesce(sum(extract(epoch from least(b, o.closes_at) - greatest(a, o.opens_at))), 0)::float8
+                 from jsonb_to_recordset(${windows}::jsonb) as w(isodow int, opens text, closes text)
+                 join generate_series((a at time zone ${zone})::date::timestamp, (b at time zone ${zone})::date::timestamp, interval '1 day') as d(day)
+                   on extract(isodow from d.day) = w.isodow
+                 cross join lateral (select (d.day + w.opens::interval) at time zone ${zone} as opens_at,
+                                            (d.day + w.closes::interval) at time zone ${zone} as closes_at) as o
+                 where o.closes_at > a and o.opens_at < b) as reference
+              from spans)
+            select count(*)::int as spans, count(*) filter (where fast is distinct from reference)::int as differ, sum(fast)::float8 as total
+            from counted`,
+      );
+      expect(row).toMatchObject({ spans: 150, differ: 0 });
+      expect(row!.total).toBeGreaterThan(0);
+    }
+    // Open around the clock, business time is elapsed time, whatever the clocks do.
+    const always = JSON.stringify(parseBusinessHours('Mon-Sun 00:00-24:00'));
+    const [row] = await queryRows<{ differ: number }>(
+      database.db,
+      sql`select count(*) filter (where business_seconds(a, b, 'Europe/Berlin', ${always}::jsonb) <> extract(epoch from b - a)::float8)::int as differ
+          from (values ${values}) as spans(a, b)`,
+    );
+    expect(row).toEqual({ differ: 0 });
+  });
+
   it('ticket_load_hourly cuts days at local midnight: 23 hours on 29 March, 25 on 25 October', async () => {
     const db = database.db;
     await db.execute(sql.raw(hourlyTickets('spring', '2026-03-27T00:00:00Z', '2026-04-01T00:00:00Z')));
