@@ -2,9 +2,11 @@ import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../config/loadConfig.ts';
 import { ConfigError, coerceError } from '../errors.ts';
 import { withoutControlCharacters } from '../logger.ts';
+import { VERSION } from '../version.ts';
 import { commandContext, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
 import { explainFailure, type FailureSettings } from './explainFailure.ts';
+import { refuseWhileHeld } from './whileHeld.ts';
 
 /**
  * `ticket-mirror`: the command line of the public contract. Exit codes: 0 ok; 2 configuration or authentication
@@ -26,10 +28,13 @@ function integer(value: string): number {
 export function buildProgram(): Command {
   const program = new Command('ticket-mirror')
     .description('Mirror the Support Ticket API into PostgreSQL, within its request quota, for plain-SQL reporting.')
+    .version(VERSION, '-V, --version', 'print the version')
     .showHelpAfterError('(run `ticket-mirror --help` for the commands)')
     .showSuggestionAfterError(true)
     // Before the commands are added, so that they inherit it: a parse error throws (main sets the exit code to 1).
-    .exitOverride();
+    .exitOverride()
+    // A command that must write stops before it starts, saying what to do, while `run` holds the embedded database.
+    .hook('preAction', (_program, action) => refuseWhileHeld(action.name()));
 
   program
     .command('migrate')
@@ -84,6 +89,14 @@ export function buildProgram(): Command {
     .action(async (attachmentId: string, options: { download?: string }) => {
       const { attachmentCommand } = await import('./commands/attachment.ts');
       await attachmentCommand(commandContext({ requireApi: true }), attachmentId, options);
+    });
+
+  program
+    .command('check')
+    .description('check the configuration, the database, the API and the token, with one request at most')
+    .action(async () => {
+      const { checkCommand } = await import('./commands/check.ts');
+      await checkCommand();
     });
 
   program

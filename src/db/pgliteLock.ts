@@ -57,6 +57,15 @@ export function lockDataFolder(dir: string): FolderLock {
 }
 
 /**
+ * The pid of the live process that holds `dir` (another one than this), or null when nobody does: for commands that
+ * only look (status, check) and must not take the lock, nor create the folder.
+ */
+export function lockHolder(dir: string): number | null {
+  const holder = Number.parseInt(readHolder(join(dir, 'ticket-mirror.lock')), 10);
+  return Number.isInteger(holder) && holder !== process.pid && isRunning(holder) ? holder : null;
+}
+
+/**
  * Creates the data folder readable by its owner alone (0700), and narrows one that other users could read, as
  * PostgreSQL requires of its data directory: its files hold every ticket, and the SQL socket's password file.
  */
