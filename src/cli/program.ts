@@ -3,6 +3,7 @@ import { loadConfig } from '../config/loadConfig.ts';
 import { ConfigError, coerceError } from '../errors.ts';
 import { withoutControlCharacters } from '../logger.ts';
 import { VERSION } from '../version.ts';
+import { addCommandHelp } from './commandHelp.ts';
 import { commandContext, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
 import { explainFailure, type FailureSettings } from './explainFailure.ts';
@@ -136,6 +137,7 @@ export function buildProgram(): Command {
       await demoCommand(commandContext());
     });
 
+  addCommandHelp(program);
   return program;
 }
 

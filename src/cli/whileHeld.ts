@@ -14,6 +14,8 @@ interface Held {
   pid: number;
   /** The psql line of the daemon's SQL socket; null when it serves none (PGLITE_PORT=0). */
   psql: string | null;
+  /** Its HTTP server's base URL; null when it serves none (HTTP_PORT=0). */
+  http: string | null;
 }
 
 const stop = (pid: number) => `stop it first (kill ${pid}, or Ctrl-C where it runs)`;
@@ -27,6 +29,8 @@ export const WHILE_HELD: Readonly<Record<string, (held: Held) => string>> = {
       ? `To send a reply while it runs, insert it into reply_outbox through its SQL socket and it posts it after its next pass: ${psql} -c "insert into reply_outbox (ticket_id, message) values ('<ticket-id>', '<message>')"; or ${stop(pid)}.`
       : `Its SQL socket is off (PGLITE_PORT=0), through which a reply could go into reply_outbox: ${stop(pid)}, or restart it with PGLITE_PORT set.`,
   attachment: ({ pid }) => `A fresh link costs a request of the budget the daemon keeps: ${stop(pid)}.`,
+  report: ({ pid, http }) =>
+    http ? `It serves the same report at ${http}/report (?from=YYYY-MM-DD&to=YYYY-MM-DD): save it from there, or ${stop(pid)}.` : `${capital(stop(pid))}.`,
 };
 
 /**
@@ -48,7 +52,7 @@ export function refuseWhileHeld(command: string, env: Record<string, string | un
   if (!holder?.daemon) return;
   throw new ExitError(
     `the daemon (ticket-mirror run, pid ${holder.pid}) holds the embedded database in ${config.pgliteDir}: \`ticket-mirror ${command}\` cannot open it while it runs\n` +
-      `  ${advice({ pid: holder.pid, psql: socketPsql(config, holder.daemon) })}`,
+      `  ${advice({ pid: holder.pid, psql: socketPsql(config, holder.daemon), http: holder.daemon.http })}`,
     EXIT.failure,
   );
 }

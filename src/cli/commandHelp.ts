@@ -1,0 +1,157 @@
+import type { Command } from 'commander';
+
+/**
+ * What each command's `--help` adds after commander's own text: the environment variables it reads and its exit
+ * codes, from this one table. (Every command checks every variable it is given — a bad value anywhere stops it with
+ * exit 2 — but reads only these.) The README's Configuration and CLI sections say the same at length.
+ */
+
+const LOG = ['LOG_LEVEL', 'LOG_FORMAT'];
+const DATABASE = ['DATABASE_URL', 'PGLITE_DIR', 'DB_SCHEMA'];
+/** Written into report_settings by every migrate. */
+const REPORT = ['REPORT_TIMEZONE', 'REPORT_BUSINESS_HOURS', 'REPORT_SLA_FIRST_RESPONSE', 'REPORT_SLA_RESOLUTION'];
+const API = ['TICKETS_API_URL', 'TICKETS_API_TOKEN', 'TICKETS_API_TOKEN_FILE', 'API_MAX_RESPONSE_BYTES'];
+const BUDGET = ['API_DAILY_LIMIT', 'API_MINUTE_LIMIT', 'API_RESERVE'];
+const SERVERS = ['PGLITE_PORT', 'PGLITE_PASSWORD', 'HTTP_PORT', 'HTTP_HOST'];
+
+const CONFIG = 'bad or missing configuration (every problem at once)';
+const HELD = 'the database unreachable, or the embedded one held by another process (the daemon: see the message)';
+
+export interface CommandHelp {
+  readonly env: readonly string[];
+  /** Exit code → when. */
+  readonly exits: ReadonlyArray<readonly [number | string, string]>;
+}
+
+export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
+  run: {
+    env: [...API, ...DATABASE, ...REPORT, ...BUDGET, ...SERVERS, ...LOG],
+    exits: [
+      [0, 'stopped by SIGTERM or SIGINT'],
+      [1, 'the database unreachable, or the embedded one held by another process'],
+      [2, `${CONFIG}; a port in use; the database refused the login or does not exist`],
+      ['128+n', 'a second signal n during the graceful stop (143 for SIGTERM)'],
+    ],
+  },
+  sync: {
+    env: [...API, ...DATABASE, ...REPORT, ...BUDGET, ...LOG],
+    exits: [
+      [0, 'the pass ran'],
+      [1, `the pass failed (the API unreachable, server errors); ${HELD}`],
+      [2, `${CONFIG}; the token refused (401, 403, an HTML login page)`],
+    ],
+  },
+  migrate: {
+    env: [...DATABASE, ...REPORT, ...LOG],
+    exits: [
+      [0, 'the schema is current'],
+      [1, HELD],
+      [2, `${CONFIG}; the database refused the login or does not exist`],
+    ],
+  },
+  rebuild: {
+    env: [...DATABASE, ...REPORT, ...LOG],
+    exits: [
+      [0, 'every stored payload re-derived'],
+      [1, `stored payloads that could not be mapped; ${HELD}`],
+      [2, CONFIG],
+    ],
+  },
+  reply: {
+    env: [...API, ...DATABASE, ...REPORT, ...BUDGET, ...LOG],
+    exits: [
+      [0, 'posted; the new message id is printed'],
+      [1, `the ticket not found, the API unreachable, or an outcome unknown (the reply may be there); ${HELD}`],
+      [2, `the message shorter than 3 characters (nothing sent); the token refused; ${CONFIG}`],
+    ],
+  },
+  attachment: {
+    env: [...API, ...DATABASE, ...REPORT, ...BUDGET, ...LOG],
+    exits: [
+      [0, 'the link printed, or the file saved'],
+      [1, `the attachment or its ticket unknown, the API unreachable; ${HELD}`],
+      [2, `${CONFIG}; the token refused`],
+    ],
+  },
+  check: {
+    env: [...API, ...DATABASE, ...BUDGET, 'PGLITE_PASSWORD', ...LOG],
+    exits: [
+      [0, 'every check passed'],
+      [1, 'the database or the API unreachable, the database missing or not migrated, the request failed'],
+      [2, `${CONFIG}; the token or the database login refused; API_MINUTE_LIMIT above the API's limit`],
+    ],
+  },
+  status: {
+    env: [...DATABASE, ...BUDGET, 'PGLITE_PORT', 'PGLITE_PASSWORD', ...LOG],
+    exits: [
+      [0, 'the status printed (read from the database, or from the daemon that holds the embedded one)'],
+      [1, 'no database yet, or not migrated; the database unreachable; a daemon that could not be read'],
+      [2, CONFIG],
+    ],
+  },
+  report: {
+    env: [...DATABASE, ...REPORT, ...LOG],
+    exits: [
+      [0, 'the report written'],
+      [1, HELD],
+      [2, `a bad date; ${CONFIG}`],
+    ],
+  },
+  'grant-reader': {
+    env: [...DATABASE, ...REPORT, ...LOG],
+    exits: [
+      [0, 'the role can log in and read'],
+      [1, 'the database unreachable'],
+      [2, `on the embedded database (PGlite has no roles); ${CONFIG}`],
+    ],
+  },
+  simulator: {
+    env: [],
+    exits: [
+      [0, 'stopped by SIGTERM or SIGINT'],
+      [2, 'the port in use'],
+    ],
+  },
+  demo: {
+    env: ['PGLITE_DIR', ...REPORT, ...BUDGET, ...SERVERS, ...LOG],
+    exits: [
+      [0, 'stopped by SIGTERM or SIGINT'],
+      [2, `${CONFIG}; a port in use`],
+    ],
+  },
+};
+
+/** The text `--help` of `name` shows after commander's; null for a command the table does not know. */
+export function helpText(name: string): string | null {
+  const help = Object.hasOwn(COMMAND_HELP, name) ? COMMAND_HELP[name] : undefined;
+  if (!help) return null;
+  const env = help.env.length
+    ? `Environment variables it reads (also from a .env file):\n${wrap(help.env.join(', '), '  ')}\n`
+    : 'Environment: none (only its options).\n';
+  const width = Math.max(...help.exits.map(([code]) => String(code).length));
+  const hanging = ' '.repeat(width + 4);
+  const exits = help.exits.map(([code, when]) => `  ${String(code).padEnd(width)}  ${wrap(when, hanging).trimStart()}`).join('\n');
+  return `\n${env}\nExit codes:\n${exits}\n`;
+}
+
+/** Adds the table's text to the `--help` of each command it knows. */
+export function addCommandHelp(program: Command): void {
+  for (const command of program.commands) {
+    const text = helpText(command.name());
+    if (text) command.addHelpText('after', text);
+  }
+}
+
+/** `text` in lines of at most `width` columns (as commander wraps its own), each starting with `indent`. */
+function wrap(text: string, indent: string, width = 80): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(indent + line);
+  return lines.join('\n');
+}
