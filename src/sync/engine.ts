@@ -123,6 +123,8 @@ export class SyncEngine {
       lists,
       dueCount: counts.due,
       backfillCount: counts.backfill,
+      openCount: counts.open,
+      oldestDetailAt: counts.oldestDetailAt,
       history,
     });
   }
@@ -182,7 +184,7 @@ export class SyncEngine {
     const due = await pickDue(this.#o.db, now, dueLimit);
     const rest = plan.due + plan.backfill + plan.revalidate - due.length;
     const backfill = await pickBackfill(this.#o.db, now, Math.min(plan.backfill, rest));
-    const revalidate = await pickRevalidate(this.#o.db, now, Math.min(plan.revalidate, rest - backfill.length));
+    const revalidate = await pickRevalidate(this.#o.db, now, Math.min(plan.revalidate, rest - backfill.length), plan.revalidateMinAgeMs);
     const jobs: Array<[string, RequestKind]> = [
       ...due.map((id): [string, RequestKind] => [id, 'detail']),
       ...backfill.map((id): [string, RequestKind] => [id, 'backfill']),

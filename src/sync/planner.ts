@@ -7,10 +7,12 @@ import type { BudgetSnapshot } from './budget.ts';
  * The planner: a pure function of (mirror state, budget, recent history, now) that decides what the next pass requests.
  *
  * ## The arithmetic of the quota
- * 1,440 requests a day, 10 % reserved for other clients of the token, leaves A = 1,296 a day: 0.9 a minute. Lists
- * carry no `updated_at`, so the mirror learns of changes by polling them, and of everything else by re-reading
+ * With 1,440 requests a day and 10 % reserved for other clients of the token, A = 1,296 a day: 0.9 a minute — but no
+ * number below is fixed to that: every share, floor and age derives from A, the minute allowance M, the activity the
+ * mirror has seen and its number of open tickets O, so a token with ten times the limits is spent on freshness too.
+ * Lists carry no `updated_at`, so the mirror learns of changes by polling them, and of everything else by re-reading
  * details. Every request has to be placed where it buys the most freshness (`npm run bench` measures how well it does,
- * against a lower bound no client can beat):
+ * against a lower bound no client can beat, on four workloads and two budgets):
  *
  * 1. **List polls** (live), always all four lists together (a *sweep*). A list-visible change is reflected once every
  *    list it changed has been polled, and most changes show in two or three lists (a resolution leaves the open list
@@ -20,12 +22,18 @@ import type { BudgetSnapshot } from './budget.ts';
  *    current hour (the same hour a week ago — or yesterday, without a week of history — or the last half hour if
  *    busier). α = ½ would minimise the mean lag (the square-root law); a tail quantile wants more evenness, because
  *    quiet hours carry more than 5 % of a week's changes (nights and weekends): α = 0.3. T is normalised so that the
- *    busiest of the last seven days would spend P polls, a share of A: 15 % while the backfill runs, 50 % afterwards.
+ *    busiest of the last seven days would spend the poll budget P: 15 % of A while the backfill runs; afterwards
+ *    what the forecast live details D leave, F = A − 1.2·D, split with revalidation in the ratio of the changes only
+ *    each can find (1 : ρ, ρ = ½ detail-only changes per list change), so P = F·2/3 (see `shares`). T is never shorter
+ *    than a sweep paid by the polls' share of the minute allowance (4 / (M·P/A) minutes) nor longer than 3× the
+ *    even interval (P spread evenly over the day).
  * 2. **Details a list asked for** (live): a new ticket, a changed status or unread flag, a ticket joining or leaving a
  *    list. Fetched right away, oldest first — as long as the polls of the next 24 h keep their slots.
  * 3. **Backfill** (background): never-fetched tickets, open before resolved, newest first.
  * 4. **Revalidation** (background): details whose changes no list shows (a message on an unread ticket, a priority
- *    change), most likely changed first: see db/repos/work.ts.
+ *    change), most likely changed first: see db/repos/work.ts. A detail read within the current sweep interval is not
+ *    re-read (`revalidateMinAgeMs`): within it the sweeps find what the lists show, and re-reading faster buys
+ *    nothing; an idle plan wakes when the stalest detail reaches that age.
  *
  * ## Pacing in a rolling window
  * A request sent now frees its slot 24 h later, and the slots that free up in the coming hours are those used in the
@@ -34,9 +42,10 @@ import type { BudgetSnapshot } from './budget.ts';
  * forecast polls' slots, background keeps the forecast polls' and details' (a list change brings about half a detail),
  * with a 20 % margin. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the last
  * two hours fell short of theirs (a quiet spell the history did not foresee; its effect fades over 12 hours).
- * Background keeps a share of A — 35 % while the backfill runs, 15 % afterwards (what no list shows must come round
- * too) — and when details and background both wait, background gets its share of what is free. Nothing idles that live
- * work will not need; live work always finds room. On a first day there is no history to forecast from, so background
+ * Background keeps a share of A — 35 % while the backfill runs, afterwards revalidation's part of F (what no list
+ * shows must come round too) — and when details and background both wait, background gets its share of what is free,
+ * rounded down (a single free slot goes to the detail a list asked for). Nothing idles that live work will not need;
+ * live work always finds room. On a first day there is no history to forecast from, so background
  * is also held to half the hourly average.
  *
  * The planner reads the history in clock buckets (half hours, hours), so between known instants — a bucket boundary,
@@ -45,14 +54,22 @@ import type { BudgetSnapshot } from './budget.ts';
  */
 
 export const POLICY = {
-  /** Share of the daily allowance for list polls while never-fetched tickets remain, and afterwards. */
+  /** Share of the daily allowance for list polls while never-fetched tickets remain. */
   pollShareBackfill: 0.15,
-  pollShareSteady: 0.5,
+  /**
+   * Detail-only changes (no list shows them) expected per list-visible change, until the mirror has measured it: after
+   * the backfill, what live work leaves is split between sweeps and revalidation in the ratio of the changes only each
+   * can find, 1 : ρ.
+   */
+  unseenPerListChange: 0.5,
   /** Exponent α of the sweep interval T ∝ λ^−α (λ: list changes per hour expected now). */
   rateExponent: 0.3,
-  /** Floor and ceiling of the sweep interval, minutes. */
-  minSweepMin: 1,
-  maxSweepMin: 30,
+  /**
+   * The longest sweep interval, as a multiple of the even one (the poll budget spread evenly over the day): a quiet
+   * hour is swept less often, never so rarely that its few changes wait for hours. The shortest is what the minute
+   * allowance pays for at the polls' share of it.
+   */
+  maxSweepStretch: 3,
   /** List changes per hour assumed where nothing has been observed yet, and the least rate ever assumed. */
   priorChangesPerHour: 6,
   minChangesPerHour: 0.5,
@@ -72,9 +89,8 @@ export const POLICY = {
   maxHourlyShareFirstDay: 0.5,
   /** Polls may exceed their daily share by this factor before the sweeps are stretched. */
   pollOverspend: 1.1,
-  /** Background share of the allowance kept while the backfill runs, and afterwards (for revalidation). */
+  /** Background share of the allowance kept while the backfill runs. */
   minBackgroundShareBackfill: 0.35,
-  minBackgroundShareSteady: 0.15,
 } as const;
 
 export interface PlannerInput {
@@ -85,6 +101,10 @@ export interface PlannerInput {
   dueCount: number;
   /** Never-fetched tickets, fetchable now. */
   backfillCount: number;
+  /** Tickets in the open list: the ones whose details may change without a list showing it. @default 0 */
+  openCount?: number;
+  /** When the stalest detail revalidation could pick was read; null when there is none. @default unknown: some may be */
+  oldestDetailAt?: number | null;
   /** Activity and request history (db/repos/work.ts `plannerHistory`). */
   history: PlannerHistory;
 }
@@ -98,8 +118,14 @@ export interface Plan {
   revalidate: number;
   /** Interval of the sweeps (all four lists) at this hour's activity, minutes. */
   sweepMinutes: number;
+  /**
+   * A detail read more recently than this is not re-read (ms): the current sweep interval. Within it a list-visible
+   * change is found by the next sweep anyway, and re-reading the same details faster than the lists are read buys
+   * less than the sweep does; above it every open ticket is worth a look, stalest and likeliest first.
+   */
+  revalidateMinAgeMs: number;
   /** Daily figures behind the decision, for the start-up log and `status`. */
-  daily: { allowed: number; polls: number; liveDetails: number; background: number };
+  daily: { allowed: number; polls: number; liveDetails: number; background: number; pollBudget: number };
   /**
    * The earliest instant at which a pass could request anything, unless the mirror learns something new first: `now`
    * when this plan requests something. A loop may sleep until then (the benchmark skips passes that would be idle).
@@ -111,8 +137,14 @@ export function planPass(input: PlannerInput): Plan {
   const { now, budget } = input;
   const A = budget.dailyAllowed;
   const backfilling = input.backfillCount > 0;
-  const pollBudget = A * (backfilling ? POLICY.pollShareBackfill : POLICY.pollShareSteady);
-  const schedule = sweepSchedule(input.history, pollBudget, now);
+  const shape = { minuteAllowed: budget.minuteAllowed, allowed: A };
+  // Live details follow the list changes, whatever the polls: forecast them first (the schedule's poll budget does not
+  // enter that part), then split what they leave.
+  const liveDetailsPerDay = sweepSchedule(input.history, A, now, shape)
+    .liveForecast()
+    .reduce((sum, h) => sum + h.details, 0);
+  const { pollBudget, floor } = shares(A, liveDetailsPerDay, input.openCount ?? 0, backfilling);
+  const schedule = sweepSchedule(input.history, pollBudget, now, shape);
   const sweepMinutes = schedule.intervalAt(0);
 
   // 1. Polls due by their interval (all four at once: a sweep, unless one failed last time).
@@ -128,8 +160,7 @@ export function planPass(input: PlannerInput): Plan {
   minuteLeft -= polls.length;
   dailyLeft -= polls.length;
 
-  // What live work will need over the next 24 h (while the backfill runs, never more than leaves it its share).
-  const floor = A * (backfilling ? POLICY.minBackgroundShareBackfill : POLICY.minBackgroundShareSteady);
+  // What live work will need over the next 24 h (never more than leaves background its floor).
   const forecast = schedule.liveForecast();
   const dailyLive = forecast.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
   const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
@@ -153,12 +184,18 @@ export function planPass(input: PlannerInput): Plan {
   );
   // When both want the room, background keeps its share of it: never starved by a busy day, whatever the ledger
   // says (its kinds are not needed).
-  const share = floor / (A - pollBudget);
-  const dueDetails = Math.min(input.dueCount, room - Math.min(backgroundMay, Math.ceil(room * share)));
+  // Rounded down: a single free slot goes to the detail a list asked for (the list showed a change; background only
+  // guesses).
+  const share = Math.min(1, floor / Math.max(1, A - pollBudget));
+  const dueDetails = Math.min(input.dueCount, room - Math.min(backgroundMay, Math.floor(room * share)));
   // 3 & 4. Background.
-  const background = Math.min(backgroundMay, room - dueDetails);
-  const backfill = Math.min(background, input.backfillCount);
-  const revalidate = background - backfill;
+  const revalidateMinAgeMs = sweepMinutes * MINUTE_MS;
+  // Revalidation only once some detail is old enough (see revalidateMinAgeMs): until then re-reading buys nothing.
+  const oldest = input.oldestDetailAt;
+  const revalidatable = oldest === undefined || (oldest !== null && oldest <= now - revalidateMinAgeMs);
+  const backfill = Math.min(backgroundMay, room - dueDetails, input.backfillCount);
+  const revalidate = revalidatable ? Math.max(0, Math.min(backgroundMay, room - dueDetails) - backfill) : 0;
+  const background = backfill + revalidate;
   const idle = polls.length + dueDetails + background === 0;
   return {
     polls,
@@ -167,25 +204,30 @@ export function planPass(input: PlannerInput): Plan {
     backfill,
     revalidate,
     sweepMinutes,
+    revalidateMinAgeMs,
     daily: {
       allowed: A,
       polls: Math.round(forecast.reduce((s, h) => s + h.polls, 0)),
       liveDetails: Math.round(forecast.reduce((s, h) => s + h.details, 0)),
       background: Math.round(backgroundPerDay),
+      pollBudget: Math.round(pollBudget),
     },
-    wakeAt: idle ? wakeAt(input, sweepMinutes) : now,
+    wakeAt: idle ? wakeAt(input, sweepMinutes, revalidateMinAgeMs) : now,
   };
 }
 
 /**
  * When an idle plan could stop being idle by the passing of time alone: at the next half-hour boundary (the history's
  * buckets and the forecast's hours step there), when a list falls due, when a request leaves the 24 h window (the
- * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends, or
- * when the minute window frees a slot. Between those instants every input of the plan is constant.
+ * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends,
+ * when the minute window frees a slot, or when the stalest detail becomes old enough to re-read. Between those instants every input of the plan is constant.
  */
-function wakeAt(input: PlannerInput, sweepMinutes: number): number {
+function wakeAt(input: PlannerInput, sweepMinutes: number, revalidateMinAgeMs: number): number {
   const { now, history, budget } = input;
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
+  // The stalest detail becomes old enough to re-read.
+  const oldest = input.oldestDetailAt;
+  if (oldest != null && oldest + revalidateMinAgeMs > now) candidates.push(oldest + revalidateMinAgeMs);
   for (const l of LIST_NAMES) {
     const last = input.lists[l].lastPolledAt;
     candidates.push(last === null ? now : last + sweepMinutes * MINUTE_MS - SECOND_MS);
@@ -197,6 +239,22 @@ function wakeAt(input: PlannerInput, sweepMinutes: number): number {
   // The budget's nextSlotAt is 1 ms after the instant its window lets the slot go (see sync/budget.ts).
   if (budget.nextSlotAt > now) candidates.push(budget.nextSlotAt - 1);
   return Math.max(now, Math.min(...candidates));
+}
+
+/**
+ * The daily shares, from the allowance A, the live details the activity forecasts (D) and the open tickets (O).
+ * While the backfill runs: polls 15 %, background at least 35 % (the backfill must end). Afterwards, what the live
+ * details leave, F = A − 1.2·D, is split between sweeps (P) and revalidation (R) in the ratio of the changes only each
+ * can find, 1 : ρ — but re-reading each open ticket more often than the lists are swept buys nothing (see
+ * `revalidateMinAgeMs`), so R ≤ O·P/4, which only binds for a mirror of a handful of open tickets.
+ */
+function shares(A: number, liveDetailsPerDay: number, open: number, backfilling: boolean): { pollBudget: number; floor: number } {
+  if (backfilling) return { pollBudget: A * POLICY.pollShareBackfill, floor: A * POLICY.minBackgroundShareBackfill };
+  const free = Math.max(0, A - POLICY.liveMargin * liveDetailsPerDay);
+  const rho = POLICY.unseenPerListChange;
+  const sweepCost = LIST_NAMES.length;
+  const floor = free * Math.min(rho / (1 + rho), open / (open + sweepCost));
+  return { pollBudget: Math.max(sweepCost, free - floor), floor };
 }
 
 interface HourForecast {
@@ -218,7 +276,7 @@ interface SweepSchedule {
  * that the busiest of the last seven days (per its own hourly rates) would have used `pollBudget` polls; stretched
  * when the last 24 h already used more than their share.
  */
-function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number): SweepSchedule {
+function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number, shape: { minuteAllowed: number; allowed: number }): SweepSchedule {
   const bucketNow = Math.floor(now / BUCKET_MS);
   const hourNow = Math.floor(now / HOUR_MS);
   const known = (k: number) => h.firstPollAt !== null && h.firstPollAt <= (bucketNow - k) * BUCKET_MS && k < h.changes.length;
@@ -267,8 +325,12 @@ function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number): Swee
   if (dayWeight === 0) dayWeight = 24 * expected(0) ** POLICY.rateExponent;
   const sweepsPerDay = Math.max(1, pollBudget / LIST_NAMES.length);
   const stretch = Math.max(1, h.pollsLastDay / (pollBudget * POLICY.pollOverspend));
+  // The shortest interval: a sweep paid for by the polls' share of the minute allowance. The longest: a multiple of
+  // the even interval (the poll budget spread over the day).
+  const minSweep = LIST_NAMES.length / Math.max(1e-9, shape.minuteAllowed * Math.min(1, pollBudget / Math.max(1, shape.allowed)));
+  const maxSweep = Math.max(minSweep, (POLICY.maxSweepStretch * DAY_MS) / MINUTE_MS / sweepsPerDay);
   const interval = (lambda: number) =>
-    clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, POLICY.minSweepMin, POLICY.maxSweepMin);
+    clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, minSweep, maxSweep);
   return {
     intervalAt: (hoursAhead) => interval(expected(hoursAhead)),
     liveForecast: () =>

@@ -8,7 +8,6 @@ import {
   pickDue,
   pickRevalidate,
   plannerHistory,
-  REVALIDATE_MIN_AGE_MS,
 } from '../../src/db/repos/work.ts';
 import { BUCKET_MS } from '../../src/model/plannerHistory.ts';
 import { isoMicros } from '../../src/time.ts';
@@ -202,19 +201,20 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'bf-deleted', open: true, deletedAt: NOW - HOUR },
         { id: 'fetched', open: true, syncedAt: NOW - DAY },
       ]);
-      expect(await countWork(db, NOW)).toEqual({ due: 3, backfill: 2 });
+      // Open: the four in the open list that are not deleted; the stalest re-readable detail: 'fetched' (a due one is not).
+      expect(await countWork(db, NOW)).toEqual({ due: 3, backfill: 2, open: 4, oldestDetailAt: NOW - DAY });
       expect(await pickDue(db, NOW, 100)).toEqual(['due-new', 'due-fetched', 'due-retry-ends-now']);
       expect((await pickBackfill(db, NOW, 100)).sort()).toEqual(['bf', 'bf-retry-over']);
       // Once the back-offs end, the held tickets count again.
-      expect(await countWork(db, NOW + MIN)).toEqual({ due: 4, backfill: 3 });
+      expect(await countWork(db, NOW + MIN)).toEqual({ due: 4, backfill: 3, open: 4, oldestDetailAt: NOW - DAY });
     });
 
     it('counts nothing in an empty mirror, and a limit of 0 picks nothing', async () => {
-      expect(await countWork(db, NOW)).toEqual({ due: 0, backfill: 0 });
+      expect(await countWork(db, NOW)).toEqual({ due: 0, backfill: 0, open: 0, oldestDetailAt: null });
       await insertTickets(db, [{ id: 'due', dueSince: NOW - MIN }, { id: 'bf', open: true }, { id: 'old', open: true, syncedAt: LONG_AGO }]);
       expect(await pickDue(db, NOW, 0)).toEqual([]);
       expect(await pickBackfill(db, NOW, 0)).toEqual([]);
-      expect(await pickRevalidate(db, NOW, 0)).toEqual([]);
+      expect(await pickRevalidate(db, NOW, 0, HOUR)).toEqual([]);
     });
 
     it('pickDue takes the oldest request first, ties by id, up to the limit, skipping tickets in back-off', async () => {
@@ -255,8 +255,8 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'a-resolved', resolved: true, syncedAt: NOW - 2 * DAY },
         { id: 'b-open', open: true, syncedAt: NOW - 2 * DAY },
       ]);
-      expect(await pickRevalidate(db, NOW, 10)).toEqual(['b-open', 'a-resolved']);
-      expect(await pickRevalidate(db, NOW, 1)).toEqual(['b-open']);
+      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['b-open', 'a-resolved']);
+      expect(await pickRevalidate(db, NOW, 1, HOUR)).toEqual(['b-open']);
     });
 
     it('skips due, never-fetched, deleted and backed-off tickets', async () => {
@@ -268,23 +268,30 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'deleted', open: true, syncedAt: NOW - DAY, deletedAt: NOW - HOUR },
         { id: 'held', open: true, syncedAt: NOW - DAY, retryAfter: NOW + 1 },
       ]);
-      expect(await pickRevalidate(db, NOW, 10)).toEqual(['ok', 'retry-over']);
+      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['ok', 'retry-over']);
     });
 
-    it('never picks a detail read less than REVALIDATE_MIN_AGE_MS ago', async () => {
-      expect(REVALIDATE_MIN_AGE_MS).toBe(HOUR);
+    it('never picks a detail read less than the minimum age it is given (the planner derives it: one hour here)', async () => {
       await insertTickets(db, [
         { id: 'read-now', open: true, syncedAt: NOW },
         { id: 'read-1-min-ago', open: true, syncedAt: NOW - MIN },
-        { id: 'read-just-under-min-age', open: true, syncedAt: NOW - REVALIDATE_MIN_AGE_MS + 1 },
-        { id: 'read-just-over-min-age', open: true, syncedAt: NOW - REVALIDATE_MIN_AGE_MS - 1 },
+        { id: 'read-just-under-min-age', open: true, syncedAt: NOW - HOUR + 1 },
+        { id: 'read-just-over-min-age', open: true, syncedAt: NOW - HOUR - 1 },
         { id: 'read-2-h-ago', open: true, syncedAt: NOW - 2 * HOUR },
         // A resolved ticket's weight is tiny, but the minimum age is what excludes it, not its rank.
         { id: 'resolved-read-1-min-ago', resolved: true, syncedAt: NOW - MIN },
       ]);
-      expect(await pickRevalidate(db, NOW, 10)).toEqual(['read-2-h-ago', 'read-just-over-min-age']);
+      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['read-2-h-ago', 'read-just-over-min-age']);
       // An hour later, every detail read before NOW is old enough.
-      expect(await pickRevalidate(db, NOW + HOUR, 10)).toEqual([
+      expect(await pickRevalidate(db, NOW + HOUR, 10, HOUR)).toEqual([
+        'read-2-h-ago',
+        'read-just-over-min-age',
+        'read-just-under-min-age',
+        'read-1-min-ago',
+        'resolved-read-1-min-ago',
+      ]);
+      // With a budget far larger than the mirror the planner's minimum age is short (its sweep interval): 30 s here.
+      expect(await pickRevalidate(db, NOW, 10, 30_000)).toEqual([
         'read-2-h-ago',
         'read-just-over-min-age',
         'read-just-under-min-age',
@@ -299,7 +306,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
           { id: 'a', ...loser },
           { id: 'b', ...winner },
         ]);
-        expect(await pickRevalidate(db, NOW, 10)).toEqual(['b', 'a']);
+        expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['b', 'a']);
       });
     }
   });

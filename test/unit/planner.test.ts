@@ -28,6 +28,7 @@ function input(over: Partial<PlannerInput> = {}): PlannerInput {
     lists: lists(T0 - 60_000),
     dueCount: 0,
     backfillCount: 0,
+    openCount: 500,
     history: history(),
     ...over,
   };
@@ -59,7 +60,9 @@ describe('planPass: the sweeps follow the activity', () => {
     expect(inQuiet).toBeGreaterThan(inBusy);
     const rateRatio = 40 / POLICY.minChangesPerHour;
     expect(inQuiet / inBusy).toBeLessThan(rateRatio);
-    expect(inQuiet).toBeLessThanOrEqual(POLICY.maxSweepMin);
+    // The longest interval is derived (it was a fixed 30 min): a multiple of the even one, the poll budget spread evenly.
+    const even = (24 * 60) / (planPass(input({ history: quietNow })).daily.pollBudget / LIST_NAMES.length);
+    expect(inQuiet).toBeLessThanOrEqual(POLICY.maxSweepStretch * even * 1.01); // pollBudget is rounded
   });
 
   it('a quiet spell the history did not foresee lengthens the sweeps and leaves more to background work', () => {
@@ -76,6 +79,65 @@ describe('planPass: the sweeps follow the activity', () => {
     const quiet = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(1) });
     const burst = history({ changes: [30, ...new Array<number>(8 * 48 - 1).fill(1)] });
     expect(planPass(input({ history: burst })).sweepMinutes).toBeLessThan(planPass(input({ history: quiet })).sweepMinutes);
+  });
+});
+
+describe('planPass: no constant that ignores the budget or the mirror', () => {
+  const busy = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20) });
+  const at = (daily: number, minute: number) => {
+    const l = { daily, minute, reserve: 0.1 };
+    return planPass(input({ budget: budgetAt(l, [], T0), history: busy }));
+  };
+
+  it.each([
+    // [daily, per minute]: the sweeps get faster with the budget, with no floor of a minute; never faster than the
+    // polls' share of the minute allowance pays for.
+    [1_440, 60],
+    [14_400, 600],
+    [144_000, 6_000],
+  ])('the sweep interval follows the budget (%i a day, %i a minute)', (daily, minute) => {
+    const plan = at(daily, minute);
+    const minuteAllowed = Math.floor(minute * 0.9);
+    expect(plan.sweepMinutes).toBeGreaterThanOrEqual(LIST_NAMES.length / minuteAllowed - 1e-9);
+    // About inversely proportional to the poll budget (T ∝ 1/P at a given activity).
+    expect(plan.sweepMinutes * plan.daily.pollBudget).toBeCloseTo(at(1_440, 60).sweepMinutes * at(1_440, 60).daily.pollBudget, -1);
+  });
+
+  it('a budget ten times larger sweeps at least ten times as often, below the former one-minute floor', () => {
+    // The live details take as many requests as before, so the polls get more than ten times as many.
+    expect(at(14_400, 600).sweepMinutes).toBeLessThan(1);
+    expect(at(1_440, 60).sweepMinutes / at(14_400, 600).sweepMinutes).toBeGreaterThanOrEqual(10);
+  });
+
+  it('the revalidation minimum age is the sweep interval (it was a fixed hour)', () => {
+    for (const [daily, minute] of [[1_440, 60], [14_400, 600]] as const) {
+      const plan = at(daily, minute);
+      expect(plan.revalidateMinAgeMs).toBe(plan.sweepMinutes * MIN);
+    }
+  });
+
+  it('revalidates nothing while every detail is younger than the minimum age, and wakes when the stalest ages', () => {
+    const base = { history: busy, lists: lists(T0 - 10_000) };
+    const probe = planPass(input(base));
+    const fresh = planPass(input({ ...base, oldestDetailAt: T0 - probe.revalidateMinAgeMs + 5_000 }));
+    expect(fresh.revalidate).toBe(0);
+    expect(fresh.wakeAt).toBeLessThanOrEqual(T0 + 5_000);
+    const stale = planPass(input({ ...base, oldestDetailAt: T0 - probe.revalidateMinAgeMs }));
+    expect(stale.revalidate).toBeGreaterThan(0);
+  });
+
+  it.each([
+    // [open tickets, background per day at most]: revalidation gets a third of what live details leave (ρ = ½), less
+    // only for a handful of open tickets (re-reading each more often than the sweeps buys nothing), none for none.
+    [0, 0],
+    [2, 1 / 3],
+    [500, 1 / 3],
+    [50_000, 1 / 3],
+  ])('after the backfill, with %i open tickets, the sweeps leave revalidation its share', (open, share) => {
+    const plan = planPass(input({ openCount: open, history: busy }));
+    const free = A - 1.2 * plan.daily.liveDetails;
+    const floor = free * Math.min(share, open / (open + 4));
+    expect(plan.daily.pollBudget).toBeCloseTo(Math.max(4, free - floor), -1);
   });
 });
 

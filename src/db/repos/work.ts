@@ -27,28 +27,37 @@ function seconds(ms: number): SQL {
   return sql.raw(`${ms / SECOND_MS}.0`);
 }
 
-/** A detail younger than this is not revalidated. */
-export const REVALIDATE_MIN_AGE_MS = HOUR_MS;
-
 /** The list names as a Postgres array literal, for `= any(...)` and `unnest(...)`. */
 const LIST_ARRAY = `{${LIST_NAMES.join(',')}}`;
 
 export interface WorkCounts {
   due: number;
   backfill: number;
+  /** Tickets in the open list (not deleted): the ones whose details may change without a list showing it. */
+  open: number;
+  /** When the stalest detail revalidation could pick was read (epoch ms), or null when there is none. */
+  oldestDetailAt: number | null;
 }
 
 export async function countWork(tx: Tx, now: number): Promise<WorkCounts> {
   const at = isoMicros(now);
-  // Two counts over partial ranges of indexes (detail_due_since, detail_synced_at), not a scan of every ticket: the
-  // planner asks every 15 s.
-  const [row] = await queryRows<{ due: number; backfill: number }>(
+  // Three counts over partial ranges of indexes (detail_due_since, detail_synced_at, in_open), not a scan of every
+  // ticket: the planner asks after every pass.
+  const [row] = await queryRows<{ due: number; backfill: number; open: number; oldest_ms: string | null }>(
     tx,
     sql`select
       (select count(*) from tickets where detail_due_since is not null and ${backoffOver(at)})::int as due,
-      (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and ${fetchable(at)})::int as backfill`,
+      (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and ${fetchable(at)})::int as backfill,
+      (select count(*) from tickets where in_open and deleted_at is null)::int as open,
+      (select (extract(epoch from min(detail_synced_at)) * 1000)::bigint from tickets
+        where detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_ms`,
   );
-  return { due: row?.due ?? 0, backfill: row?.backfill ?? 0 };
+  return {
+    due: row?.due ?? 0,
+    backfill: row?.backfill ?? 0,
+    open: row?.open ?? 0,
+    oldestDetailAt: row?.oldest_ms == null ? null : Number(row.oldest_ms),
+  };
 }
 
 /**
@@ -83,16 +92,16 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
  * showing it: a reopening does), for an unread one (its customer is waiting and writes again, and a message on an
  * unread ticket changes nothing a list shows), and for one active in the last day or so (none when its activity is
  * unknown). The bonuses stay small (at most 2.25× together): every open ticket must come round, or the mirror is never
- * exact. A detail read within the last `REVALIDATE_MIN_AGE_MS` is never re-read: with a budget far larger than the
- * mirror, revalidation would otherwise read the same few tickets on every pass.
+ * exact. A detail read within the last `minAgeMs` is never re-read (the planner derives it: `Plan.revalidateMinAgeMs`):
+ * with a budget far larger than the mirror, revalidation would otherwise read the same few tickets on every pass.
  */
-export async function pickRevalidate(tx: Tx, now: number, limit: number): Promise<string[]> {
+export async function pickRevalidate(tx: Tx, now: number, limit: number, minAgeMs: number): Promise<string[]> {
   if (limit <= 0) return [];
   const at = isoMicros(now);
   const rows = await queryRows<{ id: string }>(
     tx,
     sql`select id from tickets
-        where detail_synced_at < ${isoMicros(now - REVALIDATE_MIN_AGE_MS)}::timestamptz and detail_due_since is null
+        where detail_synced_at < ${isoMicros(now - minAgeMs)}::timestamptz and detail_due_since is null
           and ${fetchable(at)}
         order by
           extract(epoch from (${at}::timestamptz - detail_synced_at))
