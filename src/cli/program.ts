@@ -110,6 +110,17 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('report')
+    .description('write the support report (the page /report serves) for a period as one self-contained HTML file')
+    .requiredOption('--out <file>', 'the HTML file to write ("-" for standard output)')
+    .option('--from <date>', 'first day, YYYY-MM-DD (default: 27 days before --to)')
+    .option('--to <date>', 'last day, YYYY-MM-DD (default: today in REPORT_TIMEZONE)')
+    .action(async (options: { out: string; from?: string; to?: string }) => {
+      const { reportCommand } = await import('./commands/report.ts');
+      await reportCommand(commandContext(), options);
+    });
+
+  program
     .command('grant-reader')
     .description('create (if missing) a login role that may read every table and view and insert into reply_outbox')
     .argument('<role>', 'role name: a lower-case SQL identifier')
