@@ -100,6 +100,14 @@ export interface ApiResponse<T> {
 
 export type JsonObject = Record<string, unknown>;
 
+export interface ReplyOptions {
+  /**
+   * Runs once the request may go (after the gate's queue and budget), right before it is sent; what it throws is
+   * thrown as it is, and nothing is sent. The outbox checks there that the row is still its own.
+   */
+  beforeSend?: () => Promise<void>;
+}
+
 /** One HTTP answer as it arrived, before anything is concluded from it. */
 interface HttpAnswer {
   status: number;
@@ -173,11 +181,16 @@ export class ApiClient {
    *   2xx without `{id, created_at}` …): the reply may have been posted. The caller (the outbox) settles it against the
    *   ticket's detail before anything is sent again.
    */
-  async reply(id: string, message: string): Promise<ApiResponse<CreatedReply>> {
+  async reply(id: string, message: string, options: ReplyOptions = {}): Promise<ApiResponse<CreatedReply>> {
     const path = replyPath(id);
     let answer: HttpAnswer | undefined;
+    // Until the request is handed to #send, nothing has left: a failure before that (the gate refusing, `beforeSend`
+    // throwing) is thrown as it is.
+    let sending = false;
     try {
       answer = await this.#o.gate.run('reply', async () => {
+        await options.beforeSend?.();
+        sending = true;
         const a = await this.#send('POST', path, 'reply', { message });
         if (a.status === 429) {
           // Thrown as such so that the gate holds every request back for its Retry-After; read below like any answer.
@@ -187,6 +200,7 @@ export class ApiClient {
         return a;
       });
     } catch (error) {
+      if (!sending) throw error;
       if (!answer) throw unansweredReply(path, error);
     }
     const verdict = classifyReplyAnswer(answer.status, answer.headers, answer.text);

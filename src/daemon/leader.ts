@@ -24,8 +24,19 @@ import { msOption } from '../options.ts';
 export interface Lease {
   /** Aborted the moment leadership is lost; its reason says why. Never aborted by `release()`. */
   readonly lost: AbortSignal;
+  /**
+   * On PostgreSQL, the session that holds the lock, as pg_stat_activity shows it: while it is there, this process may
+   * be sending; once it is gone, it no longer is (the reply outbox settles its rows early on that proof).
+   */
+  readonly session?: LeaderSession;
   /** Gives leadership up. Idempotent. */
   release(): Promise<void>;
+}
+
+export interface LeaderSession {
+  pid: number;
+  /** backend_start, canonical (YYYY-MM-DDTHH:MM:SS.ffffffZ). */
+  startedAt: string;
 }
 
 export interface Leadership {
@@ -107,7 +118,7 @@ export function postgresLeadership(options: PostgresLeadershipOptions): Leadersh
           for (;;) {
             signal.throwIfAborted();
             const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtext($1)) as locked', [key]);
-            if (rows[0]?.locked) return hold(client, heartbeatMs, logger, onLost);
+            if (rows[0]?.locked) return hold(client, heartbeatMs, logger, onLost, await sessionOf(client));
             await sleep(pollMs, undefined, { signal });
           }
         } catch (error) {
@@ -124,8 +135,17 @@ export function postgresLeadership(options: PostgresLeadershipOptions): Leadersh
   };
 }
 
+/** The lock connection's own backend, as another session sees it in pg_stat_activity. */
+async function sessionOf(client: pg.Client): Promise<LeaderSession> {
+  const { rows } = await client.query<{ pid: number; started: string }>(
+    `select pid, to_char(backend_start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as started
+     from pg_stat_activity where pid = pg_backend_pid()`,
+  );
+  return { pid: rows[0]!.pid, startedAt: rows[0]!.started };
+}
+
 /** Watches the lock's connection until it fails or the lease is released. */
-function hold(client: pg.Client, heartbeatMs: number, logger: Logger, onLost: () => void): Lease {
+function hold(client: pg.Client, heartbeatMs: number, logger: Logger, onLost: () => void, session: LeaderSession): Lease {
   const lost = new AbortController();
   let released = false;
   let timer: NodeJS.Timeout | undefined;
@@ -151,6 +171,7 @@ function hold(client: pg.Client, heartbeatMs: number, logger: Logger, onLost: ()
 
   return {
     lost: lost.signal,
+    session,
     async release() {
       if (released) return;
       released = true;

@@ -47,8 +47,8 @@ export interface ReplicaOptions {
   engine: (signal: AbortSignal) => SyncEngine;
   clock: Clock;
   logger: Logger;
-  /** Makes a term's work after each pass (the reply outbox) for the term's engine. */
-  afterPass?: (engine: SyncEngine) => AfterPass;
+  /** Makes a term's work after each pass (the reply outbox) for the term's engine and lease (its lock's session). */
+  afterPass?: (engine: SyncEngine, lease: Lease) => AfterPass;
   /** How long stop() lets a running pass finish before aborting its requests. @default 5000 */
   graceMs?: number;
 }
@@ -108,7 +108,7 @@ export class Replica {
         clock: this.#o.clock,
         logger: this.#o.logger,
         signal: term,
-        afterPass: this.#o.afterPass?.(engine),
+        afterPass: this.#o.afterPass?.(engine, lease),
       });
       this.#daemon = daemon;
       this.#role = 'leader';

@@ -6,6 +6,8 @@ import { serveEmbeddedDatabase, type EmbeddedDatabaseServer } from '../db/sqlSoc
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SyncEngine } from '../sync/engine.ts';
+import type { Claimer } from '../db/repos/outbox.ts';
+import { newClaimer } from '../outbox/deliver.ts';
 import { createEngine } from './compose.ts';
 import type { AfterPass } from './daemon.ts';
 import { localLeadership, postgresLeadership, type Leadership } from './leader.ts';
@@ -26,10 +28,11 @@ export interface ServiceOptions {
   clock: Clock;
   /**
    * Makes each term's work after every pass (the reply outbox), from the term's engine and the database handle the
-   * daemon must use (the SQL socket's, when it serves the embedded database), e.g.
-   * `({ db, engine }) => outboxAfterPass({ db, clock, logger, client: () => engine.client })`.
+   * daemon must use (the SQL socket's, when it serves the embedded database), and the term's outbox claimer (which
+   * proves it gone after a crash: see newClaimer), e.g.
+   * `({ db, engine, claimer }) => outboxAfterPass({ db, clock, logger, claimer, client: () => engine.client })`.
    */
-  afterPass?: (term: { db: Db; engine: SyncEngine }) => AfterPass;
+  afterPass?: (term: { db: Db; engine: SyncEngine; claimer: Claimer }) => AfterPass;
   /** Told of each term's engine as this process becomes the leader, before its first pass (the CLI's progress line). */
   onLeader?: (term: { db: Db; engine: SyncEngine }) => void;
   /** Leadership to compete for. @default an advisory lock on PostgreSQL, local on the embedded database */
@@ -69,7 +72,10 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       engine: (signal) => createEngine(config, database, logger, clock, signal),
       clock,
       logger,
-      afterPass: o.afterPass && ((engine) => o.afterPass!({ db: database.db, engine })),
+      afterPass:
+        o.afterPass &&
+        ((engine, lease) =>
+          o.afterPass!({ db: database.db, engine, claimer: newClaimer({ embedded: database.kind === 'pglite', session: lease.session }) })),
       graceMs: o.graceMs,
     });
     replica.events.on('leader:acquired', ({ engine }) => {

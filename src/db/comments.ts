@@ -189,6 +189,11 @@ export const RELATIONS: Readonly<Record<string, RelationDoc>> = {
       sending_since: i('when the row entered sending: the POST may have gone out from then on'),
       inserted_as:
         'request (only ticket_id and message were inserted: a reply to send) or forged (inserted with columns only the daemon writes: kept as failed, never delivered), as the trigger reply_outbox_inserted judged the INSERT',
+      claimed_by: 'the deliverer working on the row right now (a term of leadership, one command run), while its POST or its check of the ticket is in flight; null otherwise',
+      claimed_via:
+        'what proves that deliverer gone after a crash, so the row is checked 30 s after its claim instead of when its 2-minute lease ends: embedded (it had the embedded database open, which only one process can) or leader (it held the PostgreSQL leader lock in the session claimer_pid, claimer_started); null: nothing can',
+      claimer_pid: 'with claimed_via = leader: the process id of the session holding the leader lock (pg_stat_activity.pid)',
+      claimer_started: i('with claimed_via = leader: when that session started (pg_stat_activity.backend_start)'),
     },
   },
   api_requests: {

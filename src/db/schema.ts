@@ -171,10 +171,21 @@ export const replyOutbox = pgTable(
      * (state, message_id, next_attempt_at …), kept as `failed` and never delivered nor trusted.
      */
     insertedAs: text('inserted_as', { enum: ['request', 'forged'] }).notNull().default('request'),
+    /**
+     * The claim, set while a deliverer works on the row (its POST or its check in flight) and cleared by every other
+     * move: who (a term of leadership, one command's run), and what can prove it gone after a crash — `embedded` (it
+     * had the embedded database open, which one process only can) or `leader` (it held the PostgreSQL leader lock in
+     * the session claimer_pid / claimer_started); null: nothing can. See releaseAbandonedClaims.
+     */
+    claimedBy: text('claimed_by'),
+    claimedVia: text('claimed_via', { enum: ['embedded', 'leader'] }),
+    claimerPid: integer('claimer_pid'),
+    claimerStarted: ts('claimer_started'),
   },
   (t) => [
     check('reply_outbox_state_check', sql`${t.state} in ('pending', 'sending', 'sent', 'failed')`),
     check('reply_outbox_inserted_as_check', sql`${t.insertedAs} in ('request', 'forged')`),
+    check('reply_outbox_claimed_via_check', sql`${t.claimedVia} in ('embedded', 'leader')`),
     check('reply_outbox_message_check', sql`char_length(btrim(${t.message})) >= 3`),
     check('reply_outbox_ticket_check', sql`char_length(btrim(${t.ticketId})) > 0`),
     index('reply_outbox_open_idx').on(t.id).where(sql`state in ('pending', 'sending')`),

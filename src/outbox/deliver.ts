@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ApiClient } from '../api/client.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
@@ -7,12 +8,16 @@ import { countDueReplies } from '../db/repos/outboxDue.ts';
 import {
   checkLater,
   claimedMessageIds,
+  claimForCheck,
   lockNextDue,
   markFailed,
   markPending,
   markSending,
   markSent,
+  releaseAbandonedClaims,
+  stillClaimed,
   tokenUser,
+  type Claimer,
   type OutboxRow,
 } from '../db/repos/outbox.ts';
 import type { OutboxState } from '../db/schema.ts';
@@ -46,7 +51,14 @@ import { MAX_ATTEMPTS, recheckDelayMs, replyText, replyTextProblem } from './sta
  *
  * The lease: `next_attempt_at` of a `sending` row is when another deliverer may take it over. It is set far beyond the
  * POST's timeout, so a live deliverer always records its result first; a deliverer that stalls longer than the lease
- * (a frozen VM) can lose the row to another, whose reconciliation then decides.
+ * (a frozen VM) can lose the row to another, whose reconciliation then decides — and before its POST leaves, a
+ * deliverer makes sure the row is still its own (`stillClaimed`), so one that wakes up late posts nothing.
+ *
+ * After a crash the lease need not be waited out when the claimer is provably gone (see Claimer in the repository:
+ * the embedded database's folder lock, the PostgreSQL leader lock's session): each run first brings such rows due
+ * SETTLE_MS after they were claimed — the POST's own timeout, by which a live sender would have given up on it — and
+ * checks them against their tickets then (`releaseAbandonedClaims`). A claimer nothing can prove gone (a `sync` on
+ * PostgreSQL) keeps its lease.
  *
  * What cannot be known for sure — the one window: the POST reached the service, but its answer was lost AND the
  * ticket's detail does not show the reply when it is checked (the service lists it late, or stores it with another
@@ -65,6 +77,19 @@ export interface OutboxHooks {
 
 /** How long a row may stay `sending` before it is checked, unless `leaseMs` says otherwise. */
 const LEASE_MS = 120_000;
+/** How long after its claim a row whose claimer is provably gone is checked, unless `settleMs` says otherwise. */
+const SETTLE_MS = 30_000;
+
+/**
+ * A claimer for one deliverer (see Claimer): `embedded` when it has the embedded database open itself; else `leader`
+ * with the session of the PostgreSQL leader lock it holds; else one nothing can prove gone.
+ */
+export function newClaimer(o: { embedded: boolean; session?: { pid: number; startedAt: string } | undefined }): Claimer {
+  const id = randomUUID();
+  if (o.embedded) return { id, via: 'embedded' };
+  if (o.session) return { id, via: 'leader', session: o.session };
+  return { id, via: null };
+}
 
 export interface DeliverOptions {
   db: Db;
@@ -81,7 +106,22 @@ export interface DeliverOptions {
    * a minute in the gate's queue, then the client's 30 s timeout). @default 120000
    */
   leaseMs?: number;
+  /**
+   * Who claims rows, and how its death can be proven (see newClaimer); it also decides which abandoned rows this
+   * deliverer may settle early. @default one nothing can prove gone
+   */
+  claimer?: Claimer;
+  /** How long after its claim a row whose claimer is provably gone is checked. @default 30000 */
+  settleMs?: number;
   hooks?: OutboxHooks;
+}
+
+/** DeliverOptions with the claimer decided, as the steps below use them. */
+type Deliverer = DeliverOptions & { claimer: Claimer };
+
+/** A POST that did not leave: the row was no longer this deliverer's when it was about to (see stillClaimed). */
+class ClaimLostError extends Error {
+  override name = 'ClaimLostError';
 }
 
 /** Where the rows this run touched stand at its end. */
@@ -103,9 +143,12 @@ interface Step {
  * Delivers due rows, oldest first, up to `maxRows` steps (a row found not posted is sent again in the same run).
  * Throws AuthError (after putting the row back) and database errors.
  */
-export async function deliverOutbox(o: DeliverOptions): Promise<OutboxReport> {
-  const maxRows = intOption('maxRows', o.maxRows, 25);
-  msOption('leaseMs', o.leaseMs, LEASE_MS, 1);
+export async function deliverOutbox(options: DeliverOptions): Promise<OutboxReport> {
+  const maxRows = intOption('maxRows', options.maxRows, 25);
+  msOption('leaseMs', options.leaseMs, LEASE_MS, 1);
+  const settleMs = msOption('settleMs', options.settleMs, SETTLE_MS);
+  const o: Deliverer = { ...options, claimer: options.claimer ?? newClaimer({ embedded: false }) };
+  if (!o.signal?.aborted) await releaseAbandoned(o, settleMs);
   const states = new Map<number, OutboxState>();
   for (let i = 0; i < maxRows && !o.signal?.aborted; i++) {
     const step = await deliverNext(o);
@@ -137,30 +180,49 @@ export function outboxAfterPass(
   return Object.assign(run, { waiting: () => countDueReplies(o.db, isoMicros(o.clock.now())) });
 }
 
+/** Brings rows a crashed claimer left `sending` due early (see releaseAbandonedClaims), and says so. */
+async function releaseAbandoned(o: Deliverer, settleMs: number): Promise<void> {
+  const now = isoMicros(o.clock.now());
+  const released = await o.db.transaction((tx) =>
+    releaseAbandonedClaims(tx, { claimer: o.claimer, embedded: o.claimer.via === 'embedded', now, settleMs }),
+  );
+  for (const r of released) {
+    o.logger.warn({ outbox: r.id, ticket: r.ticketId, checkAt: r.dueAt }, 'reply left sending by a sender that is gone (a crash?): to be checked against the ticket');
+  }
+}
+
 /** Takes the next due row and moves it on; undefined when none is due. */
-async function deliverNext(o: DeliverOptions): Promise<Step | undefined> {
+async function deliverNext(o: Deliverer): Promise<Step | undefined> {
   const now = o.clock.now();
   const claim = await o.db.transaction(async (tx) => {
     const row = await lockNextDue(tx, isoMicros(now));
     if (!row) return undefined;
     const lease = isoMicros(now + (o.leaseMs ?? LEASE_MS));
-    if (row.state === 'sending') return { check: true, row: (await checkLater(tx, row, lease))! };
+    if (row.state === 'sending') return { check: true, row: (await claimForCheck(tx, row, lease, o.claimer))! };
     const problem = replyTextProblem(row.message);
     if (problem) return { check: false, row: (await markFailed(tx, row, problem))! };
-    return { check: false, row: (await markSending(tx, row, isoMicros(now), lease))! };
+    return { check: false, row: (await markSending(tx, row, isoMicros(now), lease, o.claimer))! };
   });
   if (!claim) return undefined;
   if (claim.row.state === 'failed') return finish(o, claim.row.id, claim.row);
   return claim.check ? check(o, claim.row) : send(o, claim.row);
 }
 
-async function send(o: DeliverOptions, row: OutboxRow): Promise<Step> {
+async function send(o: Deliverer, row: OutboxRow): Promise<Step> {
   await o.hooks?.afterMarkSending?.(row);
   const text = replyText(row.message);
+  // Asked after the budget's queue, right before the POST leaves: a deliverer that stalled may have lost the row.
+  const beforeSend = async () => {
+    if (!(await o.db.transaction((tx) => stillClaimed(tx, row, o.claimer)))) throw new ClaimLostError(`reply_outbox ${row.id} is no longer claimed by this deliverer`);
+  };
   let reply;
   try {
-    reply = (await o.client.reply(row.ticketId, text)).body;
+    reply = (await o.client.reply(row.ticketId, text, { beforeSend })).body;
   } catch (error) {
+    if (error instanceof ClaimLostError) {
+      o.logger.error({ outbox: row.id, ticket: row.ticketId }, 'reply not sent: another deliverer took the row over while this one waited');
+      return { id: row.id, state: 'sending' };
+    }
     return postFailed(o, row, coerceError(error));
   }
   await o.hooks?.afterPost?.(row, reply);
@@ -191,7 +253,7 @@ async function send(o: DeliverOptions, row: OutboxRow): Promise<Step> {
  *
  * Attempts are never given back: an attempt counts from the moment its row was claimed.
  */
-async function postFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<Step> {
+async function postFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step> {
   const now = o.clock.now();
   const { db } = o;
   if (e instanceof NotFoundError) return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, `ticket ${row.ticketId} not found`)));
@@ -224,7 +286,7 @@ async function postFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<
 }
 
 /** Reconciles a row left in `sending` against its ticket's detail. */
-async function check(o: DeliverOptions, row: OutboxRow): Promise<Step> {
+async function check(o: Deliverer, row: OutboxRow): Promise<Step> {
   const requestedAt = isoMicros(o.clock.now());
   let response;
   try {
@@ -265,7 +327,7 @@ async function check(o: DeliverOptions, row: OutboxRow): Promise<Step> {
 }
 
 /** The detail request of a reconciliation failed: the outcome stays unknown. */
-async function checkFailed(o: DeliverOptions, row: OutboxRow, e: Error): Promise<Step> {
+async function checkFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step> {
   const { db } = o;
   if (e instanceof NotFoundError) return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, `ticket ${row.ticketId} not found`)));
   if (e instanceof RateLimitedError) {

@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { postgresUrl } from '../helpers/db.ts';
-import { get, startRunOnPostgres, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+import { freePort, get, startRun, startRunOnPostgres, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
 
 /**
  * End to end: a reply INSERTed with SQL reaches the service exactly once through a running daemon, and appears in
@@ -72,5 +75,97 @@ describe.skipIf(!postgresUrl)('run delivers the reply outbox', { timeout: 300_00
     expect(posts()).toBe(5);
     const texts = sim.model.detail(ticket)!.messages.map((m) => m.message).filter((t) => t.startsWith('Reply number'));
     expect(texts.sort()).toEqual(['Reply number 0', 'Reply number 1', 'Reply number 2', 'Reply number 3', 'Reply number 4']);
+  });
+
+  it('a row left sending by a kill -9 mid-POST is settled by its ticket within 60 s of the restart, with one POST', async () => {
+    const first = await daemon();
+    const ticket = sim.model.listOpen()[2]!.id;
+    const text = 'Killed while this was in flight.';
+    // The service stores the reply and its answer never comes: the row stays sending while the daemon waits for it.
+    sim.faults.inject({ kind: 'hang', afterApplication: true, match: `/ticket/${ticket}/reply` });
+    const { rows } = await client.query('insert into reply_outbox (ticket_id, message) values ($1, $2) returning id', [ticket, text]);
+    const id: number = rows[0].id;
+    await waitUntil('the POST is in flight', async () => posts() === 1 && (await state(id))?.state === 'sending', 60_000, first);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const restartedAt = performance.now();
+    await daemon();
+    await waitUntil('the row is settled', async () => ['sent', 'failed'].includes((await state(id))?.state), 90_000);
+    const settledAfterMs = performance.now() - restartedAt;
+    expect(settledAfterMs).toBeLessThan(60_000);
+    const stored = sim.model.detail(ticket)!.messages.filter((m) => m.message === text);
+    expect(stored).toHaveLength(1);
+    expect(await state(id)).toEqual({ state: 'sent', message_id: stored[0]!.id });
+    expect(posts()).toBe(1);
+  });
+});
+
+describe('run on the embedded database settles a reply a kill -9 left sending', { timeout: 300_000 }, () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  const runs: RunProcess[] = [];
+  const password = 'outbox-crash-test';
+
+  beforeEach(async () => {
+    sim = await startSimulator({ seed: 6, openTickets: 4, resolvedTickets: 4 });
+    dir = mkdtempSync(join(tmpdir(), 'tm-run-outbox-'));
+  });
+  afterEach(async () => {
+    await Promise.all(runs.splice(0).map((run) => run.dispose()));
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** `run` on the same data folder each time, its SQL socket on a port of its own; and a session through it. */
+  const daemon = async () => {
+    const sqlPort = await freePort();
+    const run = startRun({
+      TICKETS_API_URL: sim.url,
+      TICKETS_API_TOKEN: sim.token,
+      PGLITE_DIR: join(dir, 'pglite'),
+      PGLITE_PORT: String(sqlPort),
+      PGLITE_PASSWORD: password,
+      HTTP_PORT: String(await freePort()),
+      LOG_LEVEL: 'info',
+    });
+    runs.push(run);
+    await waitUntil('the daemon leads', async () => ((await get(`${run.httpUrl}/readyz`))?.body ?? '').includes('leader'), 90_000, run);
+    const session = new pg.Client({ host: '127.0.0.1', port: sqlPort, user: 'postgres', database: 'postgres', password });
+    await session.connect();
+    return { run, session };
+  };
+
+  it('the restarted process, holding the folder, knows the first is dead: settled within 60 s, one POST', async () => {
+    const first = await daemon();
+    const ticket = sim.model.listOpen()[0]!.id;
+    const text = 'Sent from the embedded database, then killed.';
+    sim.faults.inject({ kind: 'hang', afterApplication: true, match: `/ticket/${ticket}/reply` });
+    const { rows } = await first.session.query('insert into reply_outbox (ticket_id, message) values ($1, $2) returning id', [ticket, text]);
+    const id = Number(rows[0].id);
+    const state = async (session: pg.Client) => (await session.query('select state, message_id, claimed_via from reply_outbox where id = $1', [id])).rows[0];
+    await waitUntil(
+      'the POST is in flight',
+      async () => sim.log.some((r) => r.method === 'POST') && (await state(first.session))?.state === 'sending',
+      60_000,
+      first.run,
+    );
+    expect(await state(first.session)).toMatchObject({ claimed_via: 'embedded' });
+    await first.session.end().catch(() => {});
+    first.run.child.kill('SIGKILL');
+    await first.run.exited;
+
+    const restartedAt = performance.now();
+    const second = await daemon();
+    try {
+      await waitUntil('the row is settled', async () => ['sent', 'failed'].includes((await state(second.session))?.state), 90_000, second.run);
+      expect(performance.now() - restartedAt).toBeLessThan(60_000);
+      const stored = sim.model.detail(ticket)!.messages.filter((m) => m.message === text);
+      expect(stored).toHaveLength(1);
+      expect(await state(second.session)).toEqual({ state: 'sent', message_id: stored[0]!.id, claimed_via: null });
+      expect(sim.log.filter((r) => r.method === 'POST')).toHaveLength(1);
+    } finally {
+      await second.session.end();
+    }
   });
 });

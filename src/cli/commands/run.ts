@@ -27,7 +27,7 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
       logger,
       clock: systemClock,
       // After every pass of the active replica, and as soon as a reply row waits: deliver the reply outbox with that term's engine.
-      afterPass: ({ db, engine }) => outboxAfterPass({ db, clock: systemClock, logger, client: () => engine.client }),
+      afterPass: ({ db, engine, claimer }) => outboxAfterPass({ db, clock: systemClock, logger, claimer, client: () => engine.client }),
       onLeader: progress && (({ db, engine }) => void progress.follow(engine.events, numbersFromDatabase(db, config, systemClock))),
     });
     logger.info({ backend: database.kind, schema: database.schema, sql: service.sql?.url }, 'ticket-mirror is running');

@@ -1,6 +1,6 @@
 import { systemClock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
-import { deliverOutbox } from '../../outbox/deliver.ts';
+import { deliverOutbox, newClaimer } from '../../outbox/deliver.ts';
 import { ExitError } from '../exit.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
@@ -19,7 +19,10 @@ export async function syncCommand({ config, logger, terminal }: CommandContext):
     const summary = await engine.pass().finally(() => progress?.stop());
     const line = `sync: ${summary.requests} requests, lists ${summary.polls.join(', ') || 'none due'}, ${summary.detailsFetched} details, ${summary.ticketsChanged} tickets changed`;
     process.stdout.write(`${line}\n`);
-    const outbox = await deliverOutbox({ db: database.db, client: engine.client, clock: systemClock, logger });
+    // On the embedded database this process is the only one (the folder's lock): a row another left sending is settled
+    // early. On PostgreSQL nothing can prove this command gone later, so its claims keep their lease.
+    const claimer = newClaimer({ embedded: database.kind === 'pglite' });
+    const outbox = await deliverOutbox({ db: database.db, client: engine.client, clock: systemClock, logger, claimer });
     if (outbox.sent + outbox.failed + outbox.waiting > 0) {
       process.stdout.write(`outbox: ${outbox.sent} sent, ${outbox.failed} failed, ${outbox.waiting} waiting\n`);
     }

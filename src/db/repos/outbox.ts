@@ -98,27 +98,112 @@ export async function lockNextDue(tx: Tx, now: string): Promise<OutboxRow | unde
   return row && toOutboxRow(row);
 }
 
+/**
+ * Who works on a row while it is claimed (see the claim columns, migration 0008), and what can later prove that this
+ * claimer is gone, so that a row it left `sending` need not wait out its lease:
+ *
+ * - `embedded`: it had the embedded database open itself, which only one process can (the data folder's lock, taken
+ *   over only from a process that no longer runs). Any other `embedded` claimer seen by a process that has the
+ *   database open is dead.
+ * - `leader`: it led on PostgreSQL, holding the leader lock in `session`. Once that session is gone from
+ *   pg_stat_activity, the claimer no longer leads: it stopped its requests when it lost the lock, or it is dead.
+ * - null: nothing can prove it (a `sync` on PostgreSQL): its rows wait out their lease.
+ */
+export interface Claimer {
+  /** Unique per claimer: a term of leadership, one command's run. */
+  id: string;
+  via: 'embedded' | 'leader' | null;
+  /** With `leader`: the backend of the session holding the leader lock, as pg_stat_activity shows it. */
+  session?: { pid: number; startedAt: string } | undefined;
+}
+
+/** The claim columns, set while a deliverer works on a row (a POST or a check in flight) and cleared by every other move. */
+function claimedBy(c: Claimer): SQL {
+  const session = c.via === 'leader' ? c.session : undefined;
+  return sql`claimed_by = ${c.id}, claimed_via = ${c.via}, claimer_pid = ${session?.pid ?? null}::integer,
+    claimer_started = ${session?.startedAt ?? null}::timestamptz`;
+}
+
+const UNCLAIMED = sql`claimed_by = null, claimed_via = null, claimer_pid = null, claimer_started = null`;
+
 /** Claimed for a POST: the attempt counts from now, and the lease runs until `leaseUntil`. */
-export function markSending(tx: Tx, row: OutboxRow, now: string, leaseUntil: string): Promise<OutboxRow | null> {
+export function markSending(tx: Tx, row: OutboxRow, now: string, leaseUntil: string, claimer: Claimer): Promise<OutboxRow | null> {
   return moveRow(
     tx,
     row,
     'sending',
-    sql`attempts = attempts + 1, sending_since = ${now}::timestamptz, next_attempt_at = ${leaseUntil}::timestamptz, error = null`,
+    sql`attempts = attempts + 1, sending_since = ${now}::timestamptz, next_attempt_at = ${leaseUntil}::timestamptz, error = null,
+      ${claimedBy(claimer)}`,
   );
 }
 
-/** Still `sending`: its outcome is checked against the ticket's detail at `checkAt`. */
+/** A `sending` row claimed for a check of its ticket's detail, until `leaseUntil`. */
+export function claimForCheck(tx: Tx, row: OutboxRow, leaseUntil: string, claimer: Claimer): Promise<OutboxRow | null> {
+  return moveRow(tx, row, 'sending', sql`next_attempt_at = ${leaseUntil}::timestamptz, ${claimedBy(claimer)}`);
+}
+
+/** Still `sending`, no longer claimed: its outcome is checked against the ticket's detail at `checkAt`. */
 export function checkLater(tx: Tx, row: OutboxRow, checkAt: string, error?: string): Promise<OutboxRow | null> {
-  return moveRow(tx, row, 'sending', sql`next_attempt_at = ${checkAt}::timestamptz${error === undefined ? sql`` : sql`, error = ${error}`}`);
+  return moveRow(
+    tx,
+    row,
+    'sending',
+    sql`next_attempt_at = ${checkAt}::timestamptz${error === undefined ? sql`` : sql`, error = ${error}`}, ${UNCLAIMED}`,
+  );
+}
+
+/**
+ * Whether `row` is still claimed by `claimer` with the lease it was given: asked right before its POST leaves, so that
+ * a claimer that stalled (a frozen VM) while its row was settled by another never posts it.
+ */
+export async function stillClaimed(tx: Tx, row: OutboxRow, claimer: Claimer): Promise<boolean> {
+  const [found] = await queryRows<{ id: unknown }>(
+    tx,
+    sql`select id from reply_outbox where id = ${row.id} and state = 'sending' and claimed_by = ${claimer.id}
+          and next_attempt_at is not distinct from ${row.nextAttemptAt}::timestamptz`,
+  );
+  return found !== undefined;
+}
+
+/**
+ * Rows left claimed by a claimer that is provably gone (see Claimer) — a crash, a kill -9 — come due once `settleMs`
+ * have passed since they entered `sending` (at once if that is past) instead of when their lease ends; the deliverer
+ * then checks them against their tickets like any row whose outcome is unknown. `embedded`: the caller has the
+ * embedded database open itself, which proves every other embedded claimer dead. Rows claimed by `claimer` itself, or
+ * by a claimer nothing can prove gone, are left alone. Returns the rows moved, with when they come due.
+ */
+export async function releaseAbandonedClaims(
+  tx: Tx,
+  o: { claimer: Claimer; embedded: boolean; now: string; settleMs: number },
+): Promise<Array<{ id: number; ticketId: string; dueAt: string }>> {
+  const due = sql`greatest(sending_since + ${o.settleMs}::double precision * interval '1 millisecond', ${o.now}::timestamptz)`;
+  // A claimer's session is alive while one with its pid shows; when another user's sessions hide their backend_start
+  // (no pg_read_all_stats), a session with that pid counts as alive: never settle on a guess.
+  const rows = await queryRows<{ id: number | string; ticket_id: string; next_attempt_at: string }>(
+    tx,
+    sql`update reply_outbox o set next_attempt_at = ${due}
+        where state = 'sending' and inserted_as = 'request' and claimed_by is not null and claimed_by <> ${o.claimer.id}
+          and sending_since is not null and next_attempt_at > ${due}
+          and ((claimed_via = 'embedded' and ${o.embedded}::boolean)
+            or (claimed_via = 'leader' and claimer_pid is not null and not exists (
+              select 1 from pg_stat_activity a
+              where a.pid = o.claimer_pid and (a.backend_start is null or a.backend_start = o.claimer_started))))
+        returning id, ticket_id, next_attempt_at`,
+  );
+  return rows.map((r) => ({ id: Number(r.id), ticketId: r.ticket_id, dueAt: ts(r.next_attempt_at)! }));
 }
 
 export function markSent(tx: Tx, row: OutboxRow, messageId: string, sentAt: string | null): Promise<OutboxRow | null> {
-  return moveRow(tx, row, 'sent', sql`message_id = ${messageId}, sent_at = ${sentAt}::timestamptz, error = null, next_attempt_at = null`);
+  return moveRow(
+    tx,
+    row,
+    'sent',
+    sql`message_id = ${messageId}, sent_at = ${sentAt}::timestamptz, error = null, next_attempt_at = null, ${UNCLAIMED}`,
+  );
 }
 
 export function markFailed(tx: Tx, row: OutboxRow, error: string): Promise<OutboxRow | null> {
-  return moveRow(tx, row, 'failed', sql`error = ${error}, next_attempt_at = null`);
+  return moveRow(tx, row, 'failed', sql`error = ${error}, next_attempt_at = null, ${UNCLAIMED}`);
 }
 
 /**
@@ -126,7 +211,7 @@ export function markFailed(tx: Tx, row: OutboxRow, error: string): Promise<Outbo
  * still counts: attempts are never given back, so no answer, however it is read, can make a row be sent without end.
  */
 export function markPending(tx: Tx, row: OutboxRow, retryAt: string | null, error: string): Promise<OutboxRow | null> {
-  return moveRow(tx, row, 'pending', sql`next_attempt_at = ${retryAt}::timestamptz, error = ${error}`);
+  return moveRow(tx, row, 'pending', sql`next_attempt_at = ${retryAt}::timestamptz, error = ${error}, ${UNCLAIMED}`);
 }
 
 /**
