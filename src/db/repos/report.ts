@@ -47,20 +47,20 @@ export async function reportSession(tx: Tx): Promise<void> {
 export function backlogByDay(tx: Tx, p: PeriodBounds): Promise<Array<{ day: string; open_tickets: number }>> {
   return queryRows(
     tx,
-    sql`with spans as (
-          select h.valid_from, least(h.valid_to, t.deleted_at) as valid_to
-          from ticket_history h join tickets t on t.id = h.ticket_id
-          where h.in_open
-        ),
-        events as (
-          select valid_from as at, 1 as delta from spans where valid_to is null or valid_to > valid_from
-          union all
-          select valid_to, -1 from spans where valid_to > valid_from
-        ),
-        -- An event counts from the day whose end (the local midnight after it) is at or after it; today's end is now().
-        per_day as (
-          select ((at at time zone ${p.timeZone}) - interval '1 microsecond')::date as day, sum(delta)::int as delta
-          from events where at <= now() group by 1
+    sql`with per_day as (
+          -- An event counts from the day whose end (the local midnight after it) is at or after it; today's end is now().
+          select ((e.at at time zone ${p.timeZone}) - interval '1 microsecond')::date as day, sum(e.delta)::int as delta
+          from (
+            -- Every history row has its ticket (a foreign key): only the deleted ones can shorten a span.
+            select h.valid_from, least(h.valid_to, d.deleted_at) as valid_to
+            from ticket_history h
+            left join (select id, deleted_at from tickets where deleted_at is not null) as d on d.id = h.ticket_id
+            where h.in_open
+          ) as s
+          cross join lateral (values (s.valid_from, 1), (s.valid_to, -1)) as e(at, delta)
+          -- A span cut to nothing by its ticket's deletion never counts.
+          where (s.valid_to is null or s.valid_to > s.valid_from) and e.at <= now()
+          group by 1
         ),
         bounds as (
           select greatest(${p.from}::date, (select (min(valid_from) at time zone ${p.timeZone})::date from ticket_history)) as first,
