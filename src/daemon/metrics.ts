@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { MirrorStatus } from '../sync/status.ts';
+import { VERSION } from '../version.ts';
 
 /**
  * The Prometheus series of one daemon, in a registry of its own (never prom-client's global one), so that several
@@ -91,8 +92,16 @@ export class DaemonMetrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  /** `backend`: the database this process runs on, a label of ticket_mirror_build_info. */
+  constructor(build: { backend: 'postgres' | 'pglite' }) {
     collectDefaultMetrics({ register: this.registry });
+    // What runs, for dashboards and alerts to join on: always 1, the facts in the labels.
+    new Gauge({
+      name: 'ticket_mirror_build_info',
+      help: 'Always 1; the labels say what runs: the ticket-mirror version, the Node.js version, the database backend.',
+      labelNames: ['version', 'node_version', 'backend'] as const,
+      registers: [this.registry],
+    }).set({ version: VERSION, node_version: process.versions.node, backend: build.backend }, 1);
   }
 
   /** Counts what an engine does; called for each engine this process leads with. */

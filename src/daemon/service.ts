@@ -66,7 +66,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     }
     // While the SQL socket serves the embedded database, the daemon's queries must take turns through its handle.
     const database: Database = sqlServer ? { ...o.database, db: sqlServer.db } : o.database;
-    const metrics = new DaemonMetrics();
+    const metrics = new DaemonMetrics({ backend: database.kind });
     const replica = new Replica({
       leadership: o.leadership ?? defaultLeadership(config, database, logger),
       engine: (signal) => createEngine(config, database, logger, clock, signal),

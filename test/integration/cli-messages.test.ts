@@ -1,12 +1,13 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { postgresUrl } from '../helpers/db.ts';
-import { freePort, runCli, startRun, waitUntil, type CliResult, type RunProcess } from '../helpers/runProcess.ts';
+import { freePort, runCli, type CliResult } from '../helpers/runProcess.ts';
 
 /**
  * Every failure a new user meets first, from the real command line in a child process against the real thing: what
@@ -80,12 +81,9 @@ describe('the API', () => {
 
 describe('what another process holds', () => {
   let held: Server | undefined;
-  let run: RunProcess | undefined;
   afterEach(async () => {
     await new Promise((done) => (held ? held.close(done) : done(undefined)));
     held = undefined;
-    await run?.dispose();
-    run = undefined;
   });
 
   async function holdPort(): Promise<number> {
@@ -113,16 +111,23 @@ describe('what another process holds', () => {
     expect(messageLines(r)).toEqual([`ticket-mirror: 127.0.0.1:${port} is in use by another program`, '  Stop that program, or choose another port.']);
   });
 
-  it('the embedded database locked by a running `run`: the folder, the process, PGLITE_DIR; exit 1', async () => {
-    run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, HTTP_PORT: '0', PGLITE_PORT: '0', LOG_LEVEL: 'info' });
-    const folder = join(run.cwd, 'pglite');
-    await waitUntil('the first process holds the data folder', () => existsSync(join(folder, 'ticket-mirror.lock')), 60_000, run);
-    const r = await runCli(['migrate'], { PGLITE_DIR: folder }, dir);
-    expect(r.code).toBe(1);
-    expect(messageLines(r)).toEqual([
-      `ticket-mirror: the embedded database in ${folder} is in use by process ${run.pid}; stop it, or set PGLITE_DIR to another folder`,
-      '  Only one process may open the embedded database: for several processes or standby replicas, use PostgreSQL (DATABASE_URL).',
-    ]);
+  // Held by `run` itself, the daemon is named with what to do instead (cli-beside-run.test.ts); held by another
+  // process (a `sync`, a `migrate` at work), the lock's own message.
+  it('the embedded database locked by another process: the folder, the process, PGLITE_DIR; exit 1', async () => {
+    const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      const folder = pgliteDir();
+      mkdirSync(folder, { mode: 0o700 });
+      writeFileSync(join(folder, 'ticket-mirror.lock'), String(holder.pid));
+      const r = await runCli(['migrate'], { PGLITE_DIR: folder }, dir);
+      expect(r.code).toBe(1);
+      expect(messageLines(r)).toEqual([
+        `ticket-mirror: the embedded database in ${folder} is in use by process ${holder.pid}; stop it, or set PGLITE_DIR to another folder`,
+        '  Only one process may open the embedded database: for several processes or standby replicas, use PostgreSQL (DATABASE_URL).',
+      ]);
+    } finally {
+      holder.kill('SIGKILL');
+    }
   }, 90_000);
 });
 

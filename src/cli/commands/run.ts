@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import { systemClock } from '../../clock.ts';
 import { requireApi } from '../../config/loadConfig.ts';
 import { startService } from '../../daemon/service.ts';
+import { removeDaemonRuntime, writeDaemonRuntime, type DaemonRuntime } from '../../db/pgliteRuntime.ts';
 import type { Logger } from '../../logger.ts';
 import { outboxAfterPass } from '../../outbox/deliver.ts';
 import { openConfiguredDatabase, type CommandContext } from '../context.ts';
@@ -17,6 +18,13 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
   // Listening first: a signal that arrives while the database opens still stops gracefully.
   const signalled = stopRequested(logger, { startedByNpm: process.env.npm_lifecycle_event !== undefined });
   const database = await openConfiguredDatabase(config);
+  // With the embedded database, where the other commands find this daemon while it holds the folder (status reads it
+  // through its servers; the write commands say how to reach it).
+  const runtime: DaemonRuntime | undefined =
+    database.kind === 'pglite'
+      ? { pid: process.pid, state: 'starting', startedAt: new Date().toISOString(), schema: database.schema, http: null, sql: null }
+      : undefined;
+  if (runtime) writeDaemonRuntime(config.pgliteDir, runtime);
   // On a terminal: the backfill's progress below the log, following each term's engine while this process leads.
   const progress = terminal && new BackfillProgress(terminal);
   try {
@@ -30,12 +38,17 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
       afterPass: ({ db, engine, claimer }) => outboxAfterPass({ db, clock: systemClock, logger, claimer, client: () => engine.client }),
       onLeader: progress && (({ db, engine }) => void progress.follow(engine.events, numbersFromDatabase(db, config, systemClock))),
     });
+    if (runtime) {
+      const sql = service.sql ? { host: '127.0.0.1', port: service.sql.port } : null;
+      writeDaemonRuntime(config.pgliteDir, { ...runtime, state: 'running', http: service.http?.url ?? null, sql });
+    }
     logger.info({ backend: database.kind, schema: database.schema, sql: service.sql?.url }, 'ticket-mirror is running');
     const reason = await signalled;
     logger.info(reason === PARENT_GONE ? { reason } : { signal: reason }, 'stopping: letting the current pass finish');
     await service.stop();
   } finally {
     await progress?.stop();
+    if (runtime) removeDaemonRuntime(config.pgliteDir);
     await database.close();
   }
   logger.info('stopped');
