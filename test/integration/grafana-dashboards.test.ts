@@ -87,7 +87,7 @@ describe('PromQL of the operations dashboard', () => {
   it('names only series that a daemon’s /metrics exports, with labels those series carry', async () => {
     const database = await backends[0]!.open();
     try {
-      const metrics = new DaemonMetrics();
+      const metrics = new DaemonMetrics({ backend: database.kind });
       const { end } = await mirrorHelpdesk(database, { hours: 2, onEngine: (engine) => metrics.observe(engine) });
       metrics.update(await mirrorStatus(database.db, { dailyLimit: 1440, minuteLimit: 60, reserve: 0.1 }, end), true);
       const exposed = exposedSeries(await metrics.text());
