@@ -182,12 +182,13 @@ export function planPass(input: PlannerInput): Plan {
       ),
     ),
   );
-  // When both want the room, background keeps its share of it: never starved by a busy day, whatever the ledger
-  // says (its kinds are not needed).
-  // Rounded down: a single free slot goes to the detail a list asked for (the list showed a change; background only
-  // guesses).
+  // Details a list asked for go first, as many as the hour's forecast brings (and one more): the list showed a change,
+  // background only guesses. Of the room beyond those — a busy day's backlog — background keeps its share, rounded
+  // down: never starved by a busy day, whatever the ledger says (its kinds are not needed).
+  const first = Math.min(input.dueCount, room, Math.ceil((forecast[0]?.details ?? 0) * keep) + 1);
+  const rest = room - first;
   const share = Math.min(1, floor / Math.max(1, A - pollBudget));
-  const dueDetails = Math.min(input.dueCount, room - Math.min(backgroundMay, Math.floor(room * share)));
+  const dueDetails = first + Math.min(input.dueCount - first, rest - Math.min(backgroundMay, Math.floor(rest * share)));
   // 3 & 4. Background.
   const revalidateMinAgeMs = sweepMinutes * MINUTE_MS;
   // Revalidation only once some detail is old enough (see revalidateMinAgeMs): until then re-reading buys nothing.

@@ -159,6 +159,14 @@ describe('planPass: pacing in the rolling window', () => {
     expect(going.due).toBeGreaterThan(0);
   });
 
+  it('fetches the details a list asked for before background, as many as the hour brings, even in a quiet hour', () => {
+    // 50 requests in the last minute: 4 slots left in it. Quiet history: revalidation's share of the room is ~100 %.
+    const busyMinute = budgetAt(limits, sent(50, T0 - 30_000, T0 - 1_000), T0);
+    const plan = planPass(input({ budget: busyMinute, dueCount: 2, backfillCount: 0 }));
+    expect(plan.due).toBe(2);
+    expect(plan.revalidate).toBe(2);
+  });
+
   it('gives background its share when details and backfill both wait', () => {
     const plan = planPass(input({ dueCount: 5000, backfillCount: 5000 }));
     expect(plan.due).toBeGreaterThan(0);
