@@ -6,6 +6,9 @@ import type { Db } from '../db/connect.ts';
 import { ping } from '../db/repos/status.ts';
 import { coerceError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { localDate, PeriodError, periodFromQuery } from '../report/period.ts';
+import { loadReportData, reportTimeZone } from '../report/reportData.ts';
+import { renderReportPage } from '../report/reportPage.ts';
 import { mirrorStatus } from '../sync/status.ts';
 import type { DaemonMetrics } from './metrics.ts';
 import { readiness } from './readiness.ts';
@@ -21,6 +24,9 @@ import { renderStatusPage } from './statusPage.ts';
  *                nor met a rejected token (see readiness.ts).
  * - `/metrics` — Prometheus text; 503 when the database does not answer, as the mirror's gauges would be stale.
  * - `/status`  — the HTML status page (`/` redirects there).
+ * - `/status.json` — what `ticket-mirror status --json` prints, and this process's pid and role: how `status` reads a
+ *                daemon that holds the embedded database.
+ * - `/report`  — the support report for `?from=&to=` (whole days; a bad period is a 400 saying why).
  */
 
 export interface StatusServerOptions {
@@ -54,6 +60,8 @@ interface Answer {
 const TEXT = 'text/plain; charset=utf-8';
 // The page inlines its CSS and SVG and runs no script; nothing else may load.
 const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+// The same for the report, whose form (GET, to itself) chooses the period.
+const REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 export async function startStatusServer(o: StatusServerOptions): Promise<StatusServer> {
   const probeDatabase = async (): Promise<string | null> => {
@@ -71,7 +79,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     }
   };
 
-  const routes: Record<string, () => Promise<Answer>> = {
+  const routes: Record<string, (query: URLSearchParams) => Promise<Answer>> = {
     '/healthz': async () => ({ status: 200, type: TEXT, body: 'ok\n' }),
     '/readyz': async () => {
       const r = readiness(o.replica.health, await probeDatabase());
@@ -81,10 +89,30 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       o.metrics.update(await mirrorStatus(o.db, o.config, o.clock.now()), o.replica.role === 'leader');
       return { status: 200, type: o.metrics.contentType, body: await o.metrics.text() };
     },
+    '/status.json': async () => {
+      const status = await mirrorStatus(o.db, o.config, o.clock.now());
+      const body = { ...status, daemon: { pid: process.pid, role: o.replica.role } };
+      return { status: 200, type: 'application/json; charset=utf-8', body: `${JSON.stringify(body, null, 2)}\n` };
+    },
     '/status': async () => {
       const health = o.replica.health;
       const data = await loadStatusPageData(o.db, o.config, o.clock.now(), health, readiness(health, null));
       return { status: 200, type: 'text/html; charset=utf-8', body: renderStatusPage(data), headers: { 'content-security-policy': PAGE_POLICY } };
+    },
+    '/report': async (query) => {
+      const now = o.clock.now();
+      const timeZone = await reportTimeZone(o.db);
+      const today = localDate(now, timeZone);
+      let period;
+      try {
+        period = periodFromQuery(query, today);
+      } catch (error) {
+        if (error instanceof PeriodError) return { status: 400, type: TEXT, body: `bad period: ${error.message}\n` };
+        throw error;
+      }
+      const data = await loadReportData(o.db, period, timeZone, now);
+      const body = renderReportPage(data, { form: { today } });
+      return { status: 200, type: 'text/html; charset=utf-8', body, headers: { 'content-security-policy': REPORT_POLICY } };
     },
     '/': async () => ({ status: 302, type: TEXT, body: 'see /status\n', headers: { location: '/status' } }),
   };
@@ -93,10 +121,10 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const path = requestPath(req.url);
     if (path === null) return { status: 400, type: TEXT, body: 'bad request target\n' };
     const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
-    if (!route) return { status: 404, type: TEXT, body: 'not found: try /status, /metrics, /healthz or /readyz\n' };
+    if (!route) return { status: 404, type: TEXT, body: 'not found: try /status, /report, /metrics, /healthz or /readyz\n' };
     if (req.method !== 'GET' && req.method !== 'HEAD') return { status: 405, type: TEXT, body: 'only GET\n', headers: { allow: 'GET, HEAD' } };
     try {
-      return await route();
+      return await route(requestQuery(req.url));
     } catch (error) {
       o.logger.warn({ path, err: safeErrorMessage(error) }, 'status server: could not answer');
       return { status: 503, type: TEXT, body: `unavailable: ${safeErrorMessage(error)}\n` };
@@ -158,4 +186,13 @@ export function requestPath(target: string | undefined): string | null {
   if (target.startsWith('/')) return target.replace(/[?#][\s\S]*$/, '');
   if (!/^https?:\/\//i.test(target) || !URL.canParse(target)) return null;
   return new URL(target).pathname;
+}
+
+/**
+ * The query parameters of a request target that `requestPath` accepted (empty when it has none). URLSearchParams
+ * never throws: a malformed escape stays as written, and the route's own validation refuses it.
+ */
+export function requestQuery(target: string | undefined): URLSearchParams {
+  const query = target?.match(/^[^?#]*\?([^#]*)/)?.[1] ?? '';
+  return new URLSearchParams(query);
 }
