@@ -1,5 +1,6 @@
 import { LIST_NAMES } from '../src/api/endpoints.ts';
-import { DAY_MS, HOUR_MS } from '../src/time.ts';
+import { allowedPerDay, allowedPerMinute, type BudgetLimits } from '../src/sync/budget.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../src/time.ts';
 import type { Change } from './changeRecorder.ts';
 
 /**
@@ -206,7 +207,7 @@ function hull(points: Point[]): Point[] {
   return out;
 }
 
-/** The bounds the benchmark reports for one window, in ms. */
+/** The bounds the benchmark reports for one window, in ms (the quiet time in hours). */
 export interface WorkloadBounds {
   /** List-visible p95: any client (adaptive: follow-up polls free) / a client polling on a schedule. */
   listP95Any: number;
@@ -215,17 +216,38 @@ export interface WorkloadBounds {
   listP95GivenDetails: number | null;
   /** Detail-only p50 with the whole allowance spent on details (no list poll at all). */
   detailP50AllBudget: number;
-  /** Detail-only p50 with what ticket-mirror's own list polls left over. */
+  /** Detail-only p50 and p95 with what ticket-mirror's own list polls left over. */
   detailP50GivenPolls: number | null;
+  detailP95GivenPolls: number | null;
+  /**
+   * Full content of list-visible changes, p50 and p95: a client learns of such a change from a list at the earliest
+   * (the "any client" covering, at that quantile, with the polls an exact mirror can afford), then needs one detail
+   * per changed ticket, from what ticket-mirror's own polls leave; when those details cannot cover the quantile within
+   * the day, Infinity.
+   */
+  contentP50: number | null;
+  contentP95: number | null;
+  /**
+   * Hours of quiet until an exact mirror. Any open ticket may hold a detail-only change no list shows, and no client
+   * can tell which: at best it re-reads the O open tickets in turn with the whole allowance (A/24 an hour, within the
+   * minute limit), a round of T = O/(A/24) hours, so that at the end each ticket was last read between 0 and T ago.
+   * The tickets changed unseen are about half of those with a detail-only change in the last T hours (k); the client
+   * re-reads the stalest first and is exact once it has reached the most recently read of them, about T·k/(k+1) hours
+   * of quiet. Checked on the hour, and never less than the quiet hour itself.
+   */
+  quietHoursToExact: number;
 }
 
 export interface BoundInputs {
   changes: readonly Change[];
   window: Window;
-  /** Requests a day the client may make (the allowance after the reserve). */
-  allowedPerDay: number;
+  /** The limits and reserve of the workload (the allowance is what is left after the reserve). */
+  limits: BudgetLimits;
   /** Open tickets at hour h of the run (for the detail bound). */
   openAt: (t: number) => number;
+  /** Open tickets when the activity stops, and when it does (for the quiet hours). */
+  openAtEnd: number;
+  activityEnd: number;
   /** ticket-mirror's own requests per 24 h block of the window, for the conditional bounds. */
   used?: { polls: number[]; details: number[] };
 }
@@ -236,11 +258,16 @@ export interface BoundInputs {
  * leaves each block `allowedPerDay − (tickets changed in it)` polls.
  */
 export function workloadBounds(inp: BoundInputs): WorkloadBounds {
-  const { changes, window, allowedPerDay: a } = inp;
+  const { changes, window } = inp;
+  const a = allowedPerDay(inp.limits);
   const n = blocksOf(window);
   const changed = Array.from({ length: n }, () => new Set<string>());
+  const listChanged = Array.from({ length: n }, () => new Set<string>());
   for (const c of changes) {
-    if (c.at >= window.from && c.at < window.to) changed[Math.floor((c.at - window.from) / DAY_MS)]!.add(c.ticketId);
+    if (c.at < window.from || c.at >= window.to) continue;
+    const b = Math.floor((c.at - window.from) / DAY_MS);
+    changed[b]!.add(c.ticketId);
+    if (c.cls === 'list') listChanged[b]!.add(c.ticketId);
   }
   const pollsLeft = changed.map((s) => Math.max(0, a - s.size));
   const polls: CoverBudget = { perBlock: pollsLeft, total: pollsLeft.reduce((x, y) => x + y, 0) };
@@ -252,11 +279,35 @@ export function workloadBounds(inp: BoundInputs): WorkloadBounds {
   };
   const pollsGiven = given(inp.used?.details);
   const fetchesGiven = given(inp.used?.polls);
+  // The content of a list-visible change: learnt from a list, then one detail per changed ticket and block. The share
+  // of those tickets the details left by ticket-mirror's polls can fetch at all caps the quantile that can be covered.
+  const content = (q: number): number | null => {
+    const details = fetchesGiven ?? all;
+    let need = 0;
+    let can = 0;
+    listChanged.forEach((s, b) => {
+      need += s.size;
+      can += Math.min(s.size, details.perBlock[b] ?? 0);
+    });
+    if (need > 0 && can / need < q) return Infinity;
+    return listLagBound(changes, window, polls, q, 'any');
+  };
+  const perHour = Math.max(a / 24, 1e-9);
+  const perMinute = allowedPerMinute(inp.limits);
+  const roundMs = Math.max((inp.openAtEnd / perHour) * HOUR_MS, (inp.openAtEnd / perMinute) * MINUTE_MS);
+  const lastRound = new Set<string>();
+  for (const c of changes) if (c.cls === 'detail' && c.at >= inp.activityEnd - roundMs && c.at < inp.activityEnd) lastRound.add(c.ticketId);
+  const k = lastRound.size / 2;
+  const quietMs = (roundMs * k) / (k + 1);
   return {
     listP95Any: listLagBound(changes, window, polls, 0.95, 'any'),
     listP95Schedule: listLagBound(changes, window, polls, 0.95, 'all'),
     listP95GivenDetails: pollsGiven && listLagBound(changes, window, pollsGiven, 0.95, 'all'),
     detailP50AllBudget: detailLagBound(changes, window, all, 0.5, inp.openAt),
     detailP50GivenPolls: fetchesGiven && detailLagBound(changes, window, fetchesGiven, 0.5, inp.openAt),
+    detailP95GivenPolls: fetchesGiven && detailLagBound(changes, window, fetchesGiven, 0.95, inp.openAt),
+    contentP50: content(0.5),
+    contentP95: content(0.95),
+    quietHoursToExact: Math.max(1, Math.ceil(quietMs / HOUR_MS - 1e-9)),
   };
 }

@@ -2,21 +2,32 @@ import type { WorkloadBounds } from './bound.ts';
 import type { CostResult } from './localCostWorker.ts';
 import type { LagStats } from './stats.ts';
 import type { StrategyName } from './strategies/index.ts';
-import type { StrategySummary } from './summarize.ts';
+import type { LagSet, StrategySummary } from './summarize.ts';
 import { MAX_QUIET_HOURS } from './virtualRun.ts';
-import type { Workload } from './workload.ts';
+import type { Workload, WorkloadName } from './workload.ts';
 
 /** Everything one `npm run bench` measured: what `results.json` holds and the tables are made of. */
-export interface BenchResults {
+export interface BenchFile {
   mode: 'full' | 'quick';
   database: 'postgres' | 'pglite';
+  /** One entry per workload (small, standard, large, abundant), in that order. */
+  workloads: WorkloadResult[];
+  localCost: CostResult[];
+  localCostTargets: Target[];
+  wallSeconds: number;
+}
+
+/** One workload: every strategy's figures, the bounds, ticket-mirror's lags and its targets. */
+export interface WorkloadResult {
+  name: WorkloadName;
   workload: Workload;
   /** The window "after the backfill": from ticket-mirror's backfill completion to the end of the activity (ms since start). */
   steadyWindow: { fromMs: number; toMs: number } | null;
   strategies: StrategySummary[];
   bounds: WorkloadBounds;
+  /** ticket-mirror's lags after the backfill (over the whole run when it never completed). */
+  lags: LagSet;
   targets: Target[];
-  localCost: CostResult[];
   /** Identical for all strategies: they saw the same mutations at the same instants. */
   workloadDigest: string;
   wallSeconds: number;
@@ -28,14 +39,37 @@ export interface Target {
   met: boolean;
 }
 
-const NAMES: Record<StrategyName, string> = { 'ticket-mirror': 'ticket-mirror', 'naive-cron': 'naive cron (5 min)', 'full-refresh': 'full refresh (1 h)' };
-
-export function renderReport(r: BenchResults): string {
-  return [freshness(r), byKind(r), bounds(r), targets(r), localCost(r)].join('\n\n');
+export function chartName(workload: string): string {
+  return `lag-${workload}.svg`;
 }
 
+/** The whole report: a section per workload, then the local cost. `chartDir` prefixes the charts' paths. */
+export function renderReport(f: BenchFile, chartDir = ''): string {
+  const sections = f.workloads.map((r) =>
+    [
+      `## Workload \`${r.name}\`${f.mode === 'quick' ? ' (quick)' : ''}`,
+      workloadLine(r.workload),
+      freshness(r, f.database),
+      byKind(r),
+      bounds(r),
+      targets(r),
+      `![Lag over simulated time, ${r.name}](${chartDir}${chartName(r.name)})`,
+    ].join('\n\n'),
+  );
+  const cost = localCost(f);
+  return [...sections, ...(cost ? [`## Local cost\n\n${cost}`] : [])].join('\n\n');
+}
+
+function workloadLine(w: Workload): string {
+  const perDay = Object.values(w.ratesPerDay).reduce((a, b) => a + b, 0);
+  return `${fmtNumber(w.openTickets)} open / ${fmtNumber(w.resolvedTickets)} resolved tickets, about ${fmtNumber(perDay)} mutations a weekday, ${fmtNumber(w.limits.daily)} requests a day and ${w.limits.minute} a minute (reserve ${w.limits.reserve * 100} %), ${w.days} simulated day${w.days > 1 ? 's' : ''}.`;
+}
+
+const NAMES: Record<StrategyName, string> = { 'ticket-mirror': 'ticket-mirror', 'naive-cron': 'naive cron (5 min)', 'full-refresh': 'full refresh (1 h)' };
+
+
 /** ticket-mirror's lags by kind of mutation. */
-function byKind(r: BenchResults): string {
+function byKind(r: WorkloadResult): string {
   const tm = r.strategies.find((x) => x.strategy === 'ticket-mirror');
   if (!tm?.byKind) return '';
   const lag = (st: LagStats) => (st.n === 0 ? '' : `${fmtMs(st.p50)} / ${fmtMs(st.p95)}${st.unreflected ? ` (${st.unreflected} never)` : ''}`);
@@ -61,7 +95,7 @@ const KIND_NAMES: Record<string, string> = {
   deleteTicket: 'deletion',
 };
 
-function freshness(r: BenchResults): string {
+function freshness(r: WorkloadResult, database: string): string {
   const s = r.strategies;
   const row = (label: string, f: (x: StrategySummary) => string) => `| ${label} | ${s.map(f).join(' | ')} |`;
   const kinds = (x: StrategySummary, ...k: string[]) => fmtNumber(k.reduce((sum, kind) => sum + (x.perDay[kind] ?? 0), 0));
@@ -73,7 +107,7 @@ function freshness(r: BenchResults): string {
   const w = r.workload;
   const steady = r.steadyWindow ? `days ${fmtDays(r.steadyWindow.fromMs)}–${fmtDays(r.steadyWindow.toMs)}` : 'none (backfill never complete)';
   return [
-    `### Freshness under the quota — ${r.mode === 'full' ? 'standard' : 'quick'} workload, ${w.days} simulated day${w.days > 1 ? 's' : ''} + ${Math.round(w.quietMs / 60_000)} quiet min, ${r.database}`,
+    `### Freshness under the quota — ${r.name} workload, ${w.days} simulated day${w.days > 1 ? 's' : ''} + ${Math.round(w.quietMs / 60_000)} quiet min, ${database}`,
     '',
     `| | ${s.map((x) => NAMES[x.strategy]).join(' | ')} |`,
     `|---|${s.map(() => '---:').join('|')}|`,
@@ -82,6 +116,7 @@ function freshness(r: BenchResults): string {
     row('requests/day: backfill', (x) => kinds(x, 'backfill')),
     row('requests/day: revalidation', (x) => kinds(x, 'revalidate')),
     row('requests/day: total sent', (x) => fmtNumber(x.sent / ((w.days * 86_400_000 + w.quietMs) / 86_400_000))),
+    row('allowance left idle after the backfill', (x) => idleShare(x, r)),
     row('429s received', (x) => String(x.throttled)),
     row('largest rolling-24 h total (sent / accepted)', (x) => `${x.maxRolling24h.sent} / ${x.maxRolling24h.accepted}`),
     row('backfill complete after', (x) => (x.backfillDoneMs === null ? 'never' : fmtMs(x.backfillDoneMs))),
@@ -97,40 +132,57 @@ function freshness(r: BenchResults): string {
     row('… in list-visible state (list fields, membership)', (x) =>
       x.exactness.listStateDiffering === 0 ? 'yes' : `no: ${x.exactness.listStateDiffering} tickets differ`,
     ),
-    row(`hours of quiet until the mirror equals the truth (checked hourly, up to ${MAX_QUIET_HOURS} h)`, (x) =>
-      x.exactAfterQuietHours === null ? `more than ${MAX_QUIET_HOURS}` : String(x.exactAfterQuietHours),
+    row(`hours of quiet until the mirror equals the truth (checked hourly, up to ${w.quietCheckHours ?? MAX_QUIET_HOURS} h)`, (x) =>
+      x.exactAfterQuietHours === null ? `more than ${w.quietCheckHours ?? MAX_QUIET_HOURS}` : String(x.exactAfterQuietHours),
     ),
     row('wall time of the run', (x) => `${Math.round(x.wallSeconds)} s`),
   ].join('\n');
 }
 
-function bounds(r: BenchResults): string {
-  const tm = r.strategies.find((x) => x.strategy === 'ticket-mirror');
+/**
+ * The share of the allowance a strategy left unused after the backfill (requests per 24 h block over the allowance).
+ * ticket-mirror leaves budget idle only when every sweep is as frequent as the minute allowance pays for and every
+ * open detail was read within the sweep interval: re-reading sooner buys nothing.
+ */
+function idleShare(x: StrategySummary, r: WorkloadResult): string {
+  if (!x.steadyBlocks || !r.steadyWindow) return 'n/a';
+  const days = (r.steadyWindow.toMs - r.steadyWindow.fromMs) / 86_400_000;
+  const used = [...x.steadyBlocks.polls, ...x.steadyBlocks.details].reduce((a, b) => a + b, 0);
+  const allowed = Math.floor(r.workload.limits.daily * (1 - r.workload.limits.reserve)) * days;
+  return `${Math.max(0, Math.round((1 - used / allowed) * 100))} %`;
+}
+
+function bounds(r: WorkloadResult): string {
   const win = r.steadyWindow ? 'after the backfill' : 'whole run';
-  const listP95 = (tm?.lags.steady ?? tm?.lags.whole)?.list.p95 ?? null;
-  const detailP50 = (tm?.lags.steady ?? tm?.lags.whole)?.detail.p50 ?? null;
+  const l = r.lags;
+  const tm = r.strategies.find((x) => x.strategy === 'ticket-mirror');
+  const quiet = tm?.exactAfterQuietHours ?? null;
   const b = r.bounds;
   const line = (label: string, bound: number | null, actual: number | null) => `| ${label} | ${fmtMs(bound)} | ${fmtMs(actual)} | ${ratio(actual, bound)} |`;
   return [
-    `### Distance from the best possible (${win}; see "The bound" below)`,
+    `### Distance from the best possible (${win}; see bench/README.md, "The bounds")`,
     '',
     '| lower bound | bound | ticket-mirror | ratio |',
     '|---|---:|---:|---:|',
-    line('list-visible p95, any client (may poll a list the moment another shows a change)', b.listP95Any, listP95),
-    line('list-visible p95, a client polling on a schedule', b.listP95Schedule, listP95),
-    line("list-visible p95, a schedule given ticket-mirror's own detail requests", b.listP95GivenDetails, listP95),
-    line('detail-only p50, whole allowance spent on details (no list poll at all)', b.detailP50AllBudget, detailP50),
-    line("detail-only p50, given ticket-mirror's own list polls", b.detailP50GivenPolls, detailP50),
+    line('list-visible p95, any client (may poll a list the moment another shows a change)', b.listP95Any, l.list.p95),
+    line('list-visible p95, a client polling on a schedule', b.listP95Schedule, l.list.p95),
+    line("list-visible p95, a schedule given ticket-mirror's own detail requests", b.listP95GivenDetails, l.list.p95),
+    line('detail-only p50, whole allowance spent on details (no list poll at all)', b.detailP50AllBudget, l.detail.p50),
+    line("detail-only p50, given ticket-mirror's own list polls", b.detailP50GivenPolls, l.detail.p50),
+    line("detail-only p95, given ticket-mirror's own list polls", b.detailP95GivenPolls, l.detail.p95),
+    line("full content of list-visible changes p50, given ticket-mirror's own list polls", b.contentP50, l.listContent.p50),
+    line("full content of list-visible changes p95, given ticket-mirror's own list polls", b.contentP95, l.listContent.p95),
+    line('quiet time until the mirror is exact (checked hourly)', b.quietHoursToExact * 3_600_000, quiet === null ? null : quiet * 3_600_000),
   ].join('\n');
 }
 
-function targets(r: BenchResults): string {
+function targets(r: WorkloadResult): string {
   return ['### Targets', '', '| target | ticket-mirror | met |', '|---|---|:---:|', ...r.targets.map((t) => `| ${t.target} | ${t.result} | ${t.met ? 'yes' : '**no**'} |`)].join(
     '\n',
   );
 }
 
-function localCost(r: BenchResults): string {
+function localCost(r: BenchFile): string {
   if (r.localCost.length === 0) return '';
   const rows = [...r.localCost].sort((a, b) => (a.kind === b.kind ? a.size - b.size : a.kind === 'list' ? -1 : 1) || (a.backend < b.backend ? -1 : 1));
   const perItem = (c: CostResult) => (c.kind === 'list' ? `${((c.steadyMedian * 1000) / c.size).toFixed(1)} µs` : '');

@@ -101,7 +101,7 @@ export async function runVirtual(w: Workload, name: StrategyName, make: Strategy
     const requests = [...sim.log];
     // Then more quiet, hour by hour, until the mirror is exact: not part of any other figure.
     let exactAfterQuietHours: number | null = exactness.exact ? w.quietMs / HOUR_MS : null;
-    for (let t = end; exactAfterQuietHours === null && t < end + MAX_QUIET_HOURS * HOUR_MS; t += TICK_MS) {
+    for (let t = end; exactAfterQuietHours === null && t < end + (w.quietCheckHours ?? MAX_QUIET_HOURS) * HOUR_MS; t += TICK_MS) {
       clock.set(Math.max(clock.now(), t));
       await strategy.tick(t, t + TICK_MS);
       if ((t + TICK_MS - end) % HOUR_MS !== 0) continue;

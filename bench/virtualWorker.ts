@@ -1,19 +1,19 @@
 import { writeFileSync } from 'node:fs';
 import { STRATEGIES, type StrategyName } from './strategies/index.ts';
 import { runVirtual } from './virtualRun.ts';
-import { QUICK, STANDARD } from './workload.ts';
+import { workloadNamed } from './workload.ts';
 
 /**
  * One strategy's virtual run in a process of its own, so that runs can use both cores:
- * `tsx bench/virtualWorker.ts <standard|quick> <strategy> <out.json> [--pg <url>] [--every-tick]`.
+ * `tsx bench/virtualWorker.ts <workload> <strategy> <out.json> [--quick] [--pg <url>] [--every-tick]`.
  * Without `--pg` the run uses PGlite. Progress goes to stderr.
  */
 
 const [workloadName, strategy, out, ...flags] = process.argv.slice(2);
-const workload = workloadName === 'quick' ? QUICK : STANDARD;
+const workload = workloadNamed(workloadName ?? '', flags.includes('--quick'));
 const make = STRATEGIES[strategy as StrategyName];
 if (!make || !out) {
-  process.stderr.write('usage: virtualWorker.ts <standard|quick> <strategy> <out.json> [--pg <url>] [--every-tick]\n');
+  process.stderr.write('usage: virtualWorker.ts <workload> <strategy> <out.json> [--quick] [--pg <url>] [--every-tick]\n');
   process.exit(2);
 }
 const pg = flags.indexOf('--pg');
