@@ -7,6 +7,7 @@ import { startService, type Service, type ServiceOptions } from '../../src/daemo
 import { ConfigError } from '../../src/errors.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import type { MirrorStatus } from '../../src/sync/status.ts';
 import { freshPglite, type TestDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/runProcess.ts';
 
@@ -83,6 +84,21 @@ describe('the HTTP server of run', () => {
     expect([root.status, root.headers.get('location')]).toEqual([302, '/status']);
     expect((await fetch(`${url}/nothing`)).status).toBe(404);
     expect((await fetch(`${url}/metrics`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('serves /status.json (what `status --json` prints, and who serves it) and the build info among the metrics', async () => {
+    const url = await start();
+    const response = await fetch(`${url}/status.json`);
+    expect([response.status, response.headers.get('content-type')]).toEqual([200, 'application/json; charset=utf-8']);
+    const status = (await response.json()) as MirrorStatus & { daemon: unknown };
+    expect(status.daemon).toEqual({ pid: process.pid, role: 'leader' });
+    expect(status.counts).toMatchObject({ tickets: 12, open: 5, resolved: 7 });
+    expect(status.budget).toMatchObject({ dailyAllowed: 1296, dailyUsed: sim!.log.length });
+    expect(status.lastSync).toMatchObject({ requests: sim!.log.length, error: null });
+
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default as { version: string };
+    const text = await (await fetch(`${url}/metrics`)).text();
+    expect(text).toContain(`ticket_mirror_build_info{version="${version}",node_version="${process.versions.node}",backend="pglite"} 1`);
   });
 
   it("runs each term's after-pass work with the term's engine and the daemon's database handle", async () => {
