@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
@@ -10,6 +10,7 @@ import pg from 'pg';
 import type { ReportSettings } from '../model/reportSettings.ts';
 import { intOption } from '../options.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
+import { openPgliteFolder } from './pgliteOpen.ts';
 import { applyComments } from './repos/comments.ts';
 import { writeReportSettings } from './repos/reportSettings.ts';
 import * as schema from './schema.ts';
@@ -109,7 +110,7 @@ async function openPglite(dir: string, schemaName: string, report: ReportSetting
   const lock: FolderLock = lockDataFolder(dir);
   let client: PGlite;
   try {
-    client = await PGlite.create(dir);
+    client = await openPgliteFolder(dir);
     await client.exec(`set time zone 'UTC'; create schema if not exists ${quoteIdent(schemaName)}; set search_path to ${quoteIdent(schemaName)}`);
   } catch (error) {
     lock.release();
