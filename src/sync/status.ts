@@ -45,7 +45,7 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, history });
   const [c, m, run] = await Promise.all([ticketCounts(db, now), rowCounts(db), lastRun(db)]);
   const ts = (v: unknown) => (typeof v === 'string' ? canonicalTimestamp(v) : null);
-  const total = Number(c.tickets) - Number(c.deleted);
+  const total = Number(c.live);
   const remaining = work.backfill;
   const eta = backfillEtaMs(remaining, plan.daily.background);
   const lastPolls = {} as Record<ListName, string | null>;

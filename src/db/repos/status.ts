@@ -3,7 +3,7 @@ import { queryRows, sql, type Tx } from '../connect.ts';
 
 /** The counts `status` and the status page show (`mirrorStatus`), and the health check's probe. */
 
-type TicketCount = 'tickets' | 'open' | 'self' | 'unassigned' | 'resolved' | 'missing' | 'deleted' | 'fetched' | 'due';
+type TicketCount = 'tickets' | 'open' | 'self' | 'unassigned' | 'resolved' | 'missing' | 'deleted' | 'live' | 'fetched' | 'due';
 
 /** One row of counts over `tickets` (see the query for each); instants as PostgreSQL writes them. */
 export type TicketCounts = Record<TicketCount, number> & {
@@ -24,7 +24,10 @@ export async function ticketCounts(tx: Tx, now: number): Promise<TicketCounts> {
       count(*) filter (where in_resolved and deleted_at is null)::int as resolved,
       count(*) filter (where missing_since is not null and deleted_at is null)::int as missing,
       count(*) filter (where deleted_at is not null)::int as deleted,
-      count(*) filter (where detail_synced_at is not null and deleted_at is null)::int as fetched,
+      count(*) filter (where deleted_at is null)::int as live,
+      -- The backfill's "fetched of live": the same filter and one more condition, so it can never exceed live (it
+      -- once counted deleted tickets too, and the demo said "212 of 211").
+      count(*) filter (where deleted_at is null and detail_synced_at is not null)::int as fetched,
       count(*) filter (where detail_due_since is not null)::int as due,
       min(detail_due_since) as oldest_due,
       min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
