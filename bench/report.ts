@@ -47,7 +47,7 @@ export function chartName(workload: string): string {
 export function renderReport(f: BenchFile, chartDir = ''): string {
   const sections = f.workloads.map((r) =>
     [
-      `## Workload \`${r.name}\`${f.mode === 'quick' ? ' (quick)' : ''}`,
+      `### Workload \`${r.name}\`${f.mode === 'quick' ? ' (quick)' : ''}`,
       workloadLine(r.workload),
       freshness(r, f.database),
       byKind(r),
@@ -57,7 +57,9 @@ export function renderReport(f: BenchFile, chartDir = ''): string {
     ].join('\n\n'),
   );
   const cost = localCost(f);
-  return [...sections, ...(cost ? [`## Local cost\n\n${cost}`] : [])].join('\n\n');
+  const costTargets = (f.localCostTargets ?? []).map((t) => `| ${t.target} | ${t.result} | ${t.met ? 'yes' : '**no**'} |`);
+  const costTable = costTargets.length > 0 ? `\n\n| target | result | met |\n|---|---|:---:|\n${costTargets.join('\n')}` : '';
+  return [...sections, ...(cost ? [`### Local cost\n\n${cost}${costTable}`] : [])].join('\n\n');
 }
 
 function workloadLine(w: Workload): string {
@@ -74,7 +76,7 @@ function byKind(r: WorkloadResult): string {
   if (!tm?.byKind) return '';
   const lag = (st: LagStats) => (st.n === 0 ? '' : `${fmtMs(st.p50)} / ${fmtMs(st.p95)}${st.unreflected ? ` (${st.unreflected} never)` : ''}`);
   return [
-    `### ticket-mirror's lag by kind of change (${r.steadyWindow ? 'after the backfill' : 'whole run'}; p50 / p95)`,
+    `#### ticket-mirror's lag by kind of change (${r.steadyWindow ? 'after the backfill' : 'whole run'}; p50 / p95)`,
     '',
     '| change | count | list-visible | lists show it | full content (a later detail) |',
     '|---|---:|---:|---:|---:|',
@@ -107,7 +109,7 @@ function freshness(r: WorkloadResult, database: string): string {
   const w = r.workload;
   const steady = r.steadyWindow ? `days ${fmtDays(r.steadyWindow.fromMs)}–${fmtDays(r.steadyWindow.toMs)}` : 'none (backfill never complete)';
   return [
-    `### Freshness under the quota — ${r.name} workload, ${w.days} simulated day${w.days > 1 ? 's' : ''} + ${Math.round(w.quietMs / 60_000)} quiet min, ${database}`,
+    `#### Freshness under the quota — ${r.name} workload, ${w.days} simulated day${w.days > 1 ? 's' : ''} + ${Math.round(w.quietMs / 60_000)} quiet min, ${database}`,
     '',
     `| | ${s.map((x) => NAMES[x.strategy]).join(' | ')} |`,
     `|---|${s.map(() => '---:').join('|')}|`,
@@ -160,7 +162,7 @@ function bounds(r: WorkloadResult): string {
   const b = r.bounds;
   const line = (label: string, bound: number | null, actual: number | null) => `| ${label} | ${fmtMs(bound)} | ${fmtMs(actual)} | ${ratio(actual, bound)} |`;
   return [
-    `### Distance from the best possible (${win}; see bench/README.md, "The bounds")`,
+    `#### Distance from the best possible (${win}; see bench/README.md, "The bounds")`,
     '',
     '| lower bound | bound | ticket-mirror | ratio |',
     '|---|---:|---:|---:|',
@@ -177,7 +179,7 @@ function bounds(r: WorkloadResult): string {
 }
 
 function targets(r: WorkloadResult): string {
-  return ['### Targets', '', '| target | ticket-mirror | met |', '|---|---|:---:|', ...r.targets.map((t) => `| ${t.target} | ${t.result} | ${t.met ? 'yes' : '**no**'} |`)].join(
+  return ['#### Targets', '', '| target | ticket-mirror | met |', '|---|---|:---:|', ...r.targets.map((t) => `| ${t.target} | ${t.result} | ${t.met ? 'yes' : '**no**'} |`)].join(
     '\n',
   );
 }
@@ -187,7 +189,7 @@ function localCost(r: BenchFile): string {
   const rows = [...r.localCost].sort((a, b) => (a.kind === b.kind ? a.size - b.size : a.kind === 'list' ? -1 : 1) || (a.backend < b.backend ? -1 : 1));
   const perItem = (c: CostResult) => (c.kind === 'list' ? `${((c.steadyMedian * 1000) / c.size).toFixed(1)} µs` : '');
   return [
-    '### Local cost as the data grows (median wall time; first = into an empty mirror, steady = 1 % changed)',
+    '#### Local cost as the data grows (median wall time; first = into an empty mirror, steady = 1 % changed)',
     '',
     '| response | backend | body | JSON.parse (floor) | first | steady | steady / floor | steady per item | peak RSS (at rest) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
