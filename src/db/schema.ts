@@ -234,7 +234,7 @@ export const listPolls = pgTable(
     at: ts('at').notNull(),
     items: integer('items').notNull(),
     changes: integer('changes').notNull(),
-    /** Tickets this poll showed leaving but kept in the list, until the next poll confirms (sync/differ.ts confirmShrink). */
+    /** Tickets this poll showed leaving but kept in the list, until the next poll confirms (the differ's confirmShrink). */
     withheld: integer('withheld').notNull().default(0),
   },
   (t) => [index('list_polls_list_idx').on(t.list, t.at)],

@@ -89,7 +89,7 @@ export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
     values (${diff.list}, ${at}::timestamptz, ${listed}, ${diff.changes}, ${diff.withheld})`);
 }
 
-/** How many leaves the last poll of `list` withheld (sync/differ.ts `confirmShrink`); 0 when none, or never polled. */
+/** How many leaves the last poll of `list` withheld (the differ's `confirmShrink`); 0 when none, or never polled. */
 export async function lastPollWithheld(tx: Tx, list: ListName): Promise<number> {
   const [row] = await queryRows<{ withheld: number }>(
     tx,
