@@ -1,5 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import got, { type Method, type RequestFunction, RequestError } from 'got';
 import type { Clock } from '../clock.ts';
@@ -15,6 +14,7 @@ import {
   ResponseTooLargeError,
   TransientError,
 } from '../errors.ts';
+import { classifyGetAnswer, describe, headerInt, isObject, retryAfterMs, type AnswerMemory, type HttpAnswer, type JsonObject } from './answers.ts';
 import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } from './endpoints.ts';
 import { classifyReplyAnswer, sentNothing, type CreatedReply } from './replyAnswer.ts';
 
@@ -26,11 +26,11 @@ import { classifyReplyAnswer, sentNothing, type CreatedReply } from './replyAnsw
  * recorded in the ledger before it is sent, and settled there whatever its outcome. Retries are few and back off, so a
  * failing service costs a handful of requests, never a storm.
  *
- * Hostile answers (see `classify`): only the API's own JSON counts as the API's word. A 404 without its `{error}` body
- * is a gateway's, and transient; an HTML page or a redirect (never followed: it would take the token elsewhere) is a
- * configuration or token problem until the token has worked in this client, and after that a hiccup, retried, until it
- * persists; an answer over `maxResponseBytes` is cut off; odd status codes and bodies are named errors, never retried
- * in a loop.
+ * Hostile answers (classified in answers.ts): only the API's own JSON counts as the API's word. A 404 without its
+ * `{error}` body is a gateway's, and transient; an HTML page or a redirect (never followed: it would take the token
+ * elsewhere) is a configuration or token problem until the token has worked in this client, and after that a hiccup,
+ * retried, until it persists; an answer over `maxResponseBytes` is cut off; odd status codes and bodies are named
+ * errors, never retried in a loop.
  */
 
 /** What the ledger knows of a request before it is sent. */
@@ -98,7 +98,7 @@ export interface ApiResponse<T> {
   at: number;
 }
 
-export type JsonObject = Record<string, unknown>;
+export { isObject, type JsonObject } from './answers.ts';
 
 export interface ReplyOptions {
   /**
@@ -108,31 +108,16 @@ export interface ReplyOptions {
   beforeSend?: () => Promise<void>;
 }
 
-/** One HTTP answer as it arrived, before anything is concluded from it. */
-interface HttpAnswer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  text: string;
-  at: number;
-}
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
-/** An HTML page or a redirect after the token has worked becomes an AuthError on this many answers in a row … */
-const PAGES_FOR_AUTH = 3;
-/** … spread over at least this long (clock time): a hiccup passes sooner. */
-const PAGES_FOR_AUTH_MS = 2 * 60_000;
-/** A Retry-After beyond this is not believed: one answer must not stop the mirror for longer than the daily window. */
-const MAX_RETRY_AFTER_S = 24 * 3600;
 
 export class ApiClient {
   readonly #o: Required<Omit<ApiClientOptions, 'signal'>> & { signal?: AbortSignal };
   /** The path of the base URL (`/helpdesk` in `https://host/helpdesk`), prefixed to every request target. */
   readonly #basePath: string;
-  /** JSON has come back from the API through this client: from now on a page in its place is a hiccup first. */
-  #worked = false;
-  /** HTML pages and redirects in a row after the token had worked: how many, and when the first arrived. */
-  #pages: { count: number; firstAt: number } | null = null;
+  /** What its answers taught this client: whether the API's JSON came back (a page is then a hiccup first), and the run of pages since. */
+  #memory: AnswerMemory = { worked: false, pages: null };
 
   constructor(options: ApiClientOptions) {
     this.#o = {
@@ -206,7 +191,7 @@ export class ApiClient {
     const verdict = classifyReplyAnswer(answer.status, answer.headers, answer.text);
     switch (verdict.kind) {
       case 'created':
-        this.#worked = true;
+        this.#memory.worked = true;
         return { body: verdict.reply, status: answer.status, at: answer.at };
       case 'not_found':
         throw new NotFoundError(id);
@@ -230,7 +215,7 @@ export class ApiClient {
       try {
         return await this.#o.gate.run(kind, async () => {
           const answer = await this.#send('GET', path, kind);
-          return { body: this.#classify(answer, path, ticketId), status: answer.status, at: answer.at };
+          return { body: classifyGetAnswer(answer, path, ticketId, this.#memory), status: answer.status, at: answer.at };
         });
       } catch (error) {
         const retry = error instanceof TransientError && !(error instanceof ResponseTooLargeError);
@@ -266,7 +251,7 @@ export class ApiClient {
         request: sendPathAsIs(this.#basePath + path),
         responseType: 'text',
         throwHttpErrors: false,
-        // A redirect could lead anywhere, with the token: it is an answer like any other (see `classify`).
+        // A redirect could lead anywhere, with the token: it is an answer like any other (see classifyGetAnswer in answers.ts).
         followRedirect: false,
         retry: { limit: 0 },
         timeout: { request: this.#o.timeoutMs },
@@ -318,72 +303,6 @@ export class ApiClient {
     }
   }
 
-  /**
-   * What a GET's answer means: the body, or a named error.
-   *
-   * | answer                                                    | error                                         |
-   * |-----------------------------------------------------------|-----------------------------------------------|
-   * | 401, 403                                                  | AuthError                                     |
-   * | 429                                                       | RateLimitedError (Retry-After, at most 24 h)  |
-   * | 404 with the API's `{"error": "…"}`                       | NotFoundError (detail) / RequestRejectedError |
-   * | 404 with anything else (a gateway's, HTML, empty)         | TransientError                                |
-   * | an HTML page (other than a 404 or 5xx), any 3xx           | AuthError until the token has worked; then    |
-   * |                                                           | NotApiAnswerError, AuthError once persisting  |
-   * | 408, 5xx                                                  | TransientError                                |
-   * | other 4xx                                                 | RequestRejectedError                          |
-   * | 1xx, 2xx other than 200/201/203                           | InvalidResponseError                          |
-   * | 200/201/203 with an empty, non-JSON or truncated body     | InvalidResponseError                          |
-   */
-  #classify(a: HttpAnswer, path: string, ticketId: string | undefined): unknown {
-    const { status } = a;
-    // Parsed once: a list can be tens of megabytes.
-    const json = parseJson(a.text);
-    const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? json.value.error.slice(0, 200) : null;
-    const says = apiError ? `: ${apiError}` : '';
-    // Any JSON answer ends a run of pages: the way to the API is open.
-    if (json) this.#pages = null;
-    if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${says}): check TICKETS_API_TOKEN`, status);
-    if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
-    if (status === 404) {
-      if (apiError === null) {
-        throw new TransientError(`${path} answered 404 without the API's {"error"} body (a gateway or proxy?): not taken as a deleted ticket`, status);
-      }
-      if (ticketId !== undefined) throw new NotFoundError(ticketId);
-      throw new RequestRejectedError(`${path} answered HTTP 404${says}`, status);
-    }
-    if ((status >= 300 && status < 400) || (status < 500 && !json && looksHtml(a))) this.#notApiAnswer(a, path);
-    if (status === 408 || status >= 500) throw new TransientError(`${path} answered HTTP ${status}${says}`, status);
-    if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${says}`, status);
-    if (status !== 200 && status !== 201 && status !== 203) {
-      throw new InvalidResponseError(`${path} answered HTTP ${status}, which is not an answer this API gives`);
-    }
-    if (!json) {
-      const bytes = Buffer.byteLength(a.text);
-      throw new InvalidResponseError(`${path} answered with ${bytes === 0 ? 'an empty body' : `a body that is not valid JSON (${bytes} bytes)`}`);
-    }
-    this.#worked = true;
-    return json.value;
-  }
-
-  /** An HTML page or a redirect where JSON was expected. */
-  #notApiAnswer(a: HttpAnswer, path: string): never {
-    const what =
-      a.status >= 300 && a.status < 400
-        ? `a redirect (HTTP ${a.status}) to ${locationOrigin(a.headers.location)}, not followed`
-        : `an HTML page (HTTP ${a.status}), not JSON`;
-    // Nothing has worked yet: the URL or the token is wrong (the service shows its login page to requests it does not
-    // take as API calls), and retrying cannot help.
-    if (!this.#worked) throw new AuthError(`the API answered ${path} with ${what}: check TICKETS_API_URL and the token`, a.status);
-    const pages = (this.#pages = this.#pages ? { ...this.#pages, count: this.#pages.count + 1 } : { count: 1, firstAt: a.at });
-    const spanMs = a.at - pages.firstAt;
-    if (pages.count >= PAGES_FOR_AUTH && spanMs >= PAGES_FOR_AUTH_MS) {
-      throw new AuthError(
-        `the API answered ${path} with ${what}, ${pages.count} times in a row over ${Math.round(spanMs / 1000)} s: check TICKETS_API_URL and the token`,
-        a.status,
-      );
-    }
-    throw new NotApiAnswerError(`${path} answered with ${what} (${pages.count} in a row; a proxy or gateway?): retrying`, a.status);
-  }
 }
 
 /**
@@ -418,53 +337,6 @@ function sendPathAsIs(target: string): RequestFunction {
   return (url, options, callback) => (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { ...options, path: target }, callback);
 }
 
-function looksHtml(a: HttpAnswer): boolean {
-  return /text\/html/i.test(String(a.headers['content-type'] ?? '')) || /^\s*<(!doctype|html)/i.test(a.text.replace(/^\uFEFF/, ''));
-}
-
-/** The body as JSON, or null when it is empty or not JSON. */
-function parseJson(text: string): { value: unknown } | null {
-  // A byte-order mark is not JSON, but some proxies add one (RFC 8259 lets a parser ignore it).
-  const json = text.replace(/^\uFEFF/, '');
-  if (json.trim() === '') return null;
-  try {
-    return { value: JSON.parse(json) as unknown };
-  } catch {
-    return null;
-  }
-}
-
-/** Where a redirect points, origin only: its path or query may carry anything, a signed parameter included. */
-function locationOrigin(location: string | undefined): string {
-  if (!location) return 'nowhere (no Location)';
-  try {
-    return new URL(location).origin;
-  } catch {
-    return 'a path on the same host';
-  }
-}
-
-/** Retry-After in delta-seconds, at most a day; 60 s when absent or given as a date. */
-function retryAfterMs(headers: IncomingHttpHeaders): number {
-  const seconds = headerInt(headers['retry-after']);
-  return Math.min(seconds ?? 60, MAX_RETRY_AFTER_S) * 1000;
-}
-
-/** A header that must be a non-negative whole number; anything else (a date, `-5`, `1e9`, garbage) is null. */
-function headerInt(value: string | string[] | undefined): number | null {
-  const text = (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
-  return /^\d{1,9}$/.test(text) ? Number(text) : null;
-}
-
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
-}
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

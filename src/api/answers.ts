@@ -1,0 +1,148 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, TransientError } from '../errors.ts';
+
+/**
+ * What a GET's answer means, decided apart from the network (client.ts sends; this reads). Pure but for the
+ * `AnswerMemory` the client hands in: whether the API's JSON has come through yet, and the run of pages since.
+ * The reply POST's answers have their own rules in replyAnswer.ts.
+ */
+
+/** One HTTP answer as it arrived, before anything is concluded from it. */
+export interface HttpAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  at: number;
+}
+
+export type JsonObject = Record<string, unknown>;
+
+/** What one client remembers between answers. */
+export interface AnswerMemory {
+  /** The API's JSON has come through at least once: an HTML page is no longer proof of a wrong URL or token. */
+  worked: boolean;
+  /** HTML pages or redirects in a row since the last JSON answer. */
+  pages: { count: number; firstAt: number } | null;
+}
+
+/** An HTML page or a redirect after the token has worked becomes an AuthError on this many answers in a row … */
+const PAGES_FOR_AUTH = 3;
+/** … spread over at least this long (clock time): a hiccup passes sooner. */
+const PAGES_FOR_AUTH_MS = 2 * 60_000;
+/** A Retry-After beyond this is not believed: one answer must not stop the mirror for longer than the daily window. */
+const MAX_RETRY_AFTER_S = 24 * 3600;
+
+/**
+ * What a GET's answer means: the body, or a named error.
+ *
+ * | answer                                                    | error                                         |
+ * |-----------------------------------------------------------|-----------------------------------------------|
+ * | 401, 403                                                  | AuthError                                     |
+ * | 429                                                       | RateLimitedError (Retry-After, at most 24 h)  |
+ * | 404 with the API's `{"error": "…"}`                       | NotFoundError (detail) / RequestRejectedError |
+ * | 404 with anything else (a gateway's, HTML, empty)         | TransientError                                |
+ * | an HTML page (other than a 404 or 5xx), any 3xx           | AuthError until the token has worked; then    |
+ * |                                                           | NotApiAnswerError, AuthError once persisting  |
+ * | 408, 5xx                                                  | TransientError                                |
+ * | other 4xx                                                 | RequestRejectedError                          |
+ * | 1xx, 2xx other than 200/201/203                           | InvalidResponseError                          |
+ * | 200/201/203 with an empty, non-JSON or truncated body     | InvalidResponseError                          |
+ */
+export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string | undefined, memory: AnswerMemory): unknown {
+  const { status } = a;
+  // Parsed once: a list can be tens of megabytes.
+  const json = parseJson(a.text);
+  const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? json.value.error.slice(0, 200) : null;
+  const says = apiError ? `: ${apiError}` : '';
+  // Any JSON answer ends a run of pages: the way to the API is open.
+  if (json) memory.pages = null;
+  if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${says}): check TICKETS_API_TOKEN`, status);
+  if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+  if (status === 404) {
+    if (apiError === null) {
+      throw new TransientError(`${path} answered 404 without the API's {"error"} body (a gateway or proxy?): not taken as a deleted ticket`, status);
+    }
+    if (ticketId !== undefined) throw new NotFoundError(ticketId);
+    throw new RequestRejectedError(`${path} answered HTTP 404${says}`, status);
+  }
+  if ((status >= 300 && status < 400) || (status < 500 && !json && looksHtml(a))) notApiAnswer(a, path, memory);
+  if (status === 408 || status >= 500) throw new TransientError(`${path} answered HTTP ${status}${says}`, status);
+  if (status >= 400) throw new RequestRejectedError(`${path} answered HTTP ${status}${says}`, status);
+  if (status !== 200 && status !== 201 && status !== 203) {
+    throw new InvalidResponseError(`${path} answered HTTP ${status}, which is not an answer this API gives`);
+  }
+  if (!json) {
+    const bytes = Buffer.byteLength(a.text);
+    throw new InvalidResponseError(`${path} answered with ${bytes === 0 ? 'an empty body' : `a body that is not valid JSON (${bytes} bytes)`}`);
+  }
+  memory.worked = true;
+  return json.value;
+}
+
+/** An HTML page or a redirect where JSON was expected. */
+function notApiAnswer(a: HttpAnswer, path: string, memory: AnswerMemory): never {
+  const what =
+    a.status >= 300 && a.status < 400
+      ? `a redirect (HTTP ${a.status}) to ${locationOrigin(a.headers.location)}, not followed`
+      : `an HTML page (HTTP ${a.status}), not JSON`;
+  // Nothing has worked yet: the URL or the token is wrong (the service shows its login page to requests it does not
+  // take as API calls), and retrying cannot help.
+  if (!memory.worked) throw new AuthError(`the API answered ${path} with ${what}: check TICKETS_API_URL and the token`, a.status);
+  const pages = (memory.pages = memory.pages ? { ...memory.pages, count: memory.pages.count + 1 } : { count: 1, firstAt: a.at });
+  const spanMs = a.at - pages.firstAt;
+  if (pages.count >= PAGES_FOR_AUTH && spanMs >= PAGES_FOR_AUTH_MS) {
+    throw new AuthError(
+      `the API answered ${path} with ${what}, ${pages.count} times in a row over ${Math.round(spanMs / 1000)} s: check TICKETS_API_URL and the token`,
+      a.status,
+    );
+  }
+  throw new NotApiAnswerError(`${path} answered with ${what} (${pages.count} in a row; a proxy or gateway?): retrying`, a.status);
+}
+
+export function looksHtml(a: HttpAnswer): boolean {
+  return /text\/html/i.test(String(a.headers['content-type'] ?? '')) || /^\s*<(!doctype|html)/i.test(a.text.replace(/^\uFEFF/, ''));
+}
+
+/** The body as JSON, or null when it is empty or not JSON. */
+export function parseJson(text: string): { value: unknown } | null {
+  // A byte-order mark is not JSON, but some proxies add one (RFC 8259 lets a parser ignore it).
+  const json = text.replace(/^\uFEFF/, '');
+  if (json.trim() === '') return null;
+  try {
+    return { value: JSON.parse(json) as unknown };
+  } catch {
+    return null;
+  }
+}
+
+/** Where a redirect points, origin only: its path or query may carry anything, a signed parameter included. */
+function locationOrigin(location: string | undefined): string {
+  if (!location) return 'nowhere (no Location)';
+  try {
+    return new URL(location).origin;
+  } catch {
+    return 'a path on the same host';
+  }
+}
+
+/** Retry-After in delta-seconds, at most a day; 60 s when absent or given as a date. */
+export function retryAfterMs(headers: IncomingHttpHeaders): number {
+  const seconds = headerInt(headers['retry-after']);
+  return Math.min(seconds ?? 60, MAX_RETRY_AFTER_S) * 1000;
+}
+
+/** A header that must be a non-negative whole number; anything else (a date, `-5`, `1e9`, garbage) is null. */
+export function headerInt(value: string | string[] | undefined): number | null {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
+  return /^\d{1,9}$/.test(text) ? Number(text) : null;
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
