@@ -1,5 +1,5 @@
 import { HOUR_MS } from '../time.ts';
-import { escapeHtml } from './escapeHtml.ts';
+import { escapeHtml, niceCeiling } from '../pageFormat.ts';
 import type { HourBar } from './statusData.ts';
 
 const WIDTH = 720;
@@ -68,11 +68,4 @@ function hourLabel(epochMs: number): string {
 
 function formatTick(value: number): string {
   return Number.isInteger(value) ? String(value) : value.toFixed(1);
-}
-
-/** The smallest round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10^k) that is at least `value`, for the axis. */
-export function niceCeiling(value: number): number {
-  const magnitude = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8]) if (step * magnitude >= value) return step * magnitude;
-  return 10 * magnitude;
 }

@@ -1,7 +1,7 @@
 import type { ListName } from '../api/endpoints.ts';
-import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from '../time.ts';
+import { duration, escapeHtml } from '../pageFormat.ts';
+import { HOUR_MS, MINUTE_MS } from '../time.ts';
 import { describePlan } from './describePlan.ts';
-import { escapeHtml } from './escapeHtml.ts';
 import { renderQuotaChart } from './quotaChart.ts';
 import type { StatusPageData } from './statusData.ts';
 
@@ -202,12 +202,4 @@ function percent(part: number, whole: number): string {
 function ago(iso: string | null, now: number): string {
   if (!iso) return 'never';
   return `${duration(Math.max(0, now - Date.parse(iso)))} ago`;
-}
-
-/** A duration in the unit a person would use. */
-export function duration(ms: number): string {
-  if (ms < 90 * SECOND_MS) return `${Math.round(ms / SECOND_MS)} s`;
-  if (ms < 90 * MINUTE_MS) return `${Math.round(ms / MINUTE_MS)} min`;
-  if (ms < 2 * DAY_MS) return `${(ms / HOUR_MS).toFixed(1).replace(/\.0$/, '')} h`;
-  return `${(ms / DAY_MS).toFixed(1).replace(/\.0$/, '')} days`;
 }

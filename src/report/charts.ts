@@ -1,5 +1,4 @@
-import { escapeHtml } from '../daemon/escapeHtml.ts';
-import { niceCeiling } from '../daemon/quotaChart.ts';
+import { escapeHtml, niceCeiling } from '../pageFormat.ts';
 
 /**
  * The report's charts as inline SVG, drawn here rather than in the browser: the page runs no script and loads

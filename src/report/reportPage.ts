@@ -1,5 +1,4 @@
-import { escapeHtml } from '../daemon/escapeHtml.ts';
-import { duration } from '../daemon/statusPage.ts';
+import { duration, escapeHtml } from '../pageFormat.ts';
 import { DAY_MS, SECOND_MS } from '../time.ts';
 import { heatMap, lineChart } from './charts.ts';
 import { dateText, dateValue, DEFAULT_PERIOD_DAYS, type ReportPeriod } from './period.ts';

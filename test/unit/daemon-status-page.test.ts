@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { niceCeiling, renderQuotaChart } from '../../src/daemon/quotaChart.ts';
+import { renderQuotaChart } from '../../src/daemon/quotaChart.ts';
 import type { HourBar, StatusPageData } from '../../src/daemon/statusData.ts';
-import { duration, renderStatusPage } from '../../src/daemon/statusPage.ts';
+import { renderStatusPage } from '../../src/daemon/statusPage.ts';
+import { duration, niceCeiling } from '../../src/pageFormat.ts';
 import { budgetAt } from '../../src/sync/budget.ts';
 import { emptyHistory } from '../../src/model/plannerHistory.ts';
 import { planPass } from '../../src/sync/planner.ts';
