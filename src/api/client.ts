@@ -88,6 +88,11 @@ export interface ApiClientOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Source of jitter in [0, 1). @default Math.random */
   random?: () => number;
+  /**
+   * The API's JSON has already come back for this token in this process (an earlier term of a replica, an earlier
+   * pass of a fleet account): a first HTML page is then a hiccup, not proof of a wrong URL or token. @default false
+   */
+  tokenWorked?: boolean;
   signal?: AbortSignal;
 }
 
@@ -117,7 +122,7 @@ export class ApiClient {
   /** The path of the base URL (`/helpdesk` in `https://host/helpdesk`), prefixed to every request target. */
   readonly #basePath: string;
   /** What its answers taught this client: whether the API's JSON came back (a page is then a hiccup first), and the run of pages since. */
-  #memory: AnswerMemory = { worked: false, pages: null };
+  readonly #memory: AnswerMemory;
 
   constructor(options: ApiClientOptions) {
     this.#o = {
@@ -128,10 +133,17 @@ export class ApiClient {
       maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
       sleep: abortableSleep,
       random: Math.random,
+      tokenWorked: false,
       ...options,
       baseUrl: options.baseUrl.replace(/\/+$/, ''),
     };
+    this.#memory = { worked: this.#o.tokenWorked, pages: null };
     this.#basePath = new URL(this.#o.baseUrl).pathname.replace(/\/+$/, '');
+  }
+
+  /** Whether the API's JSON has come back through this client (or `tokenWorked` said it had before). */
+  get tokenWorked(): boolean {
+    return this.#memory.worked;
   }
 
   /** Endpoints 1–4. The body must be an array of objects; items are checked further by the differ. */

@@ -5,8 +5,18 @@ import type { Logger } from '../logger.ts';
 import { SyncEngine } from '../sync/engine.ts';
 import type { PassSummary } from '../sync/events.ts';
 
-/** The composition root of the sync core: one engine from the configuration. */
-export function createEngine(config: Config, database: Database, logger: Logger, clock: Clock, signal?: AbortSignal): SyncEngine {
+/**
+ * The composition root of the sync core: one engine from the configuration. `tokenWorked`: the API's JSON already came
+ * back for this token in this process (see ApiClientOptions.tokenWorked).
+ */
+export function createEngine(
+  config: Config,
+  database: Database,
+  logger: Logger,
+  clock: Clock,
+  signal?: AbortSignal,
+  tokenWorked = false,
+): SyncEngine {
   const api = requireApi(config);
   // Where the token is about to be used: an unsafe way to send it is said before the first request.
   for (const warning of configWarnings(config)) logger.warn({ variable: warning.split('=', 1)[0] }, warning);
@@ -19,6 +29,7 @@ export function createEngine(config: Config, database: Database, logger: Logger,
     limits: { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve },
     logger,
     maxResponseBytes: config.maxResponseBytes,
+    tokenWorked,
     ...(signal ? { signal } : {}),
   });
   logPasses(engine, logger);

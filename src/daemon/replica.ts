@@ -43,8 +43,11 @@ export interface ReplicaEventMap {
 
 export interface ReplicaOptions {
   leadership: Leadership;
-  /** A new engine for a term of leadership; `signal` aborts when the term ends. */
-  engine: (signal: AbortSignal) => SyncEngine;
+  /**
+   * A new engine for a term of leadership; `signal` aborts when the term ends; `tokenWorked` says the API's JSON came
+   * back in an earlier term (for createEngine: a first HTML page of this term is then a hiccup, not a bad token).
+   */
+  engine: (signal: AbortSignal, tokenWorked: boolean) => SyncEngine;
   clock: Clock;
   logger: Logger;
   /** Makes a term's work after each pass (the reply outbox) for the term's engine and lease (its lock's session). */
@@ -58,6 +61,8 @@ export class Replica {
   readonly #o: ReplicaOptions;
   readonly #abort = new AbortController();
   #loop: Promise<void> | null = null;
+  /** The API's JSON came back in one of this process's terms. */
+  #tokenWorked = false;
   #stopping: Promise<void> | null = null;
   #daemon: Daemon | null = null;
   #role: Role = 'standby';
@@ -100,8 +105,9 @@ export class Replica {
 
   async #lead(lease: Lease): Promise<void> {
     const term = AbortSignal.any([this.#abort.signal, lease.lost]);
+    let engine: SyncEngine | undefined;
     try {
-      const engine = this.#o.engine(term);
+      engine = this.#o.engine(term, this.#tokenWorked);
       engine.events.on('pass:finished', (summary) => this.events.emit('pass:finished', summary));
       const daemon = new Daemon({
         engine,
@@ -118,6 +124,7 @@ export class Replica {
       if (!term.aborted) await once(term, 'abort');
       await daemon.stop();
     } finally {
+      this.#tokenWorked ||= engine?.tokenWorked ?? false;
       this.#lastHealth = this.#daemon?.health ?? null;
       this.#daemon = null;
       this.#role = 'standby';

@@ -69,7 +69,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     const metrics = new DaemonMetrics({ backend: database.kind });
     const replica = new Replica({
       leadership: o.leadership ?? defaultLeadership(config, database, logger),
-      engine: (signal) => createEngine(config, database, logger, clock, signal),
+      engine: (signal, tokenWorked) => createEngine(config, database, logger, clock, signal, tokenWorked),
       clock,
       logger,
       afterPass:

@@ -56,6 +56,8 @@ export interface EngineOptions {
   maxResponseBytes?: number;
   /** Per-request timeout of the API client. @default 30000, the client's */
   timeoutMs?: number;
+  /** See ApiClientOptions.tokenWorked. @default false */
+  tokenWorked?: boolean;
 }
 
 export class SyncEngine {
@@ -85,6 +87,7 @@ export class SyncEngine {
       clock,
       gate: this.#gate,
       record: (start) => this.#record(start),
+      tokenWorked: this.#o.tokenWorked ?? false,
       ...(this.#o.maxResponseBytes ? { maxResponseBytes: this.#o.maxResponseBytes } : {}),
       ...(this.#o.timeoutMs ? { timeoutMs: this.#o.timeoutMs } : {}),
       ...(this.#o.sleep ? { sleep: this.#o.sleep } : {}),
@@ -105,6 +108,11 @@ export class SyncEngine {
   /** Tickets whose detail is due, and never-fetched ones, now. */
   workCounts(now = this.#o.clock.now()): Promise<{ due: number; backfill: number }> {
     return countWork(this.#o.db, now);
+  }
+
+  /** Whether the API's JSON has come back for this token (through this engine, or before it: the option). */
+  get tokenWorked(): boolean {
+    return this.#client?.tokenWorked ?? this.#o.tokenWorked ?? false;
   }
 
   get client(): ApiClient {

@@ -191,6 +191,15 @@ describe('an HTML page after the token has worked (a proxy hiccup), over real HT
     expect(sim.log).toHaveLength(1);
   });
 
+  it('a client told the token worked before (an earlier term, an earlier pass) retries a first login page', async () => {
+    const told = harness(sim, clock, { tokenWorked: true });
+    sim.faults.inject({ kind: 'html' });
+    await expect(told.client.list('open')).resolves.toMatchObject({ status: 200 });
+    expect(sim.log.map((r) => r.status)).toEqual([200, 200]);
+    expect(told.client.tokenWorked).toBe(true);
+    expect(h.client.tokenWorked).toBe(false);
+  });
+
   it('once JSON has come back, a single login page is retried at once and the request succeeds', async () => {
     await h.client.list('open');
     sim.faults.inject({ kind: 'html' });

@@ -44,7 +44,7 @@ describe.skipIf(!postgresUrl)('leadership on PostgreSQL', () => {
     const r = new Replica({
       // Short intervals keep the test quick; the defaults are 5 s each.
       leadership: postgresLeadership({ databaseUrl: postgresUrl!, schema: database.schema, logger, pollMs: 100, heartbeatMs: 200 }),
-      engine: (signal) => createEngine(config, database, logger, systemClock, signal),
+      engine: (signal, tokenWorked) => createEngine(config, database, logger, systemClock, signal, tokenWorked),
       clock: systemClock,
       logger,
       graceMs: 100,
@@ -84,6 +84,27 @@ describe.skipIf(!postgresUrl)('leadership on PostgreSQL', () => {
     await takeover;
     expect(a.role).toBe('stopped');
     expect(b.role).toBe('leader');
+  });
+
+  it('a replica that regains leadership takes a first login page as a hiccup, not a rejected token', async () => {
+    const a = replica();
+    const firstPass = once(a.events, 'pass:finished');
+    a.start();
+    await once(a.events, 'leader:acquired');
+    const [first] = await firstPass;
+    expect(first.stoppedBy).toBeNull();
+
+    // The term ends (its lock connection killed); the next term's first answer is a proxy's login page.
+    const lost = once(a.events, 'leader:lost');
+    const again = once(a.events, 'leader:acquired');
+    await admin.query('select pg_terminate_backend($1)', [(await sessions()).find((x) => x.holds)!.pid]);
+    await lost;
+    sim.faults.inject({ kind: 'html' });
+    const [{ engine }] = await again;
+    const [second] = await once(a.events, 'pass:finished');
+    expect(second.stoppedBy).toBeNull();
+    expect(engine.tokenWorked).toBe(true);
+    expect(a.health.state).not.toBe('auth_failed');
   });
 
   it("losing the lock's connection cuts the leader's running pass short at once; the standby takes over", async () => {
