@@ -1,4 +1,4 @@
-import { columnComment, FUNCTIONS, relationComment, RELATIONS } from '../comments.ts';
+import { columnComment, FUNCTIONS, relationComment, RELATIONS, type FunctionDoc, type RelationDoc } from '../comments.ts';
 import { queryRows, quoteIdent, sql, type Tx } from '../connect.ts';
 import { textColumn } from './rows.ts';
 
@@ -9,8 +9,13 @@ import { textColumn } from './rows.ts';
  * current database this is one query.
  *
  * Returns what db/comments.ts documents that the database does not have (a test asserts that nothing is).
+ * `docs`: another schema's texts (the fleet's control schema: db/fleetComments.ts), applied the same way.
  */
-export async function applyComments(tx: Tx): Promise<{ written: number; missing: string[] }> {
+export async function applyComments(
+  tx: Tx,
+  docs: { relations: Readonly<Record<string, RelationDoc>>; functions: readonly FunctionDoc[] } = { relations: RELATIONS, functions: FUNCTIONS },
+): Promise<{ written: number; missing: string[] }> {
+  const { relations: RELATION_DOCS, functions: FUNCTION_DOCS } = docs;
   const relations = await queryRows<{ relation: string; column: string | null; kind: string; comment: string | null }>(
     tx,
     sql`select c.relname as relation, null::text as column, c.relkind::text as kind, obj_description(c.oid, 'pg_class') as comment
@@ -24,14 +29,14 @@ export async function applyComments(tx: Tx): Promise<{ written: number; missing:
   const functions = await queryRows<{ signature: string; comment: string | null }>(
     tx,
     sql`select f.signature, obj_description(to_regprocedure(f.signature), 'pg_proc') as comment
-        from unnest(${textColumn(FUNCTIONS, (f) => f.signature)}) as f(signature)
+        from unnest(${textColumn(FUNCTION_DOCS, (f) => f.signature)}) as f(signature)
         where to_regprocedure(f.signature) is not null`,
   );
   const currentFunctions = new Map(functions.map((f) => [f.signature, f.comment]));
 
   const statements: string[] = [];
   const missing: string[] = [];
-  for (const [name, doc] of Object.entries(RELATIONS)) {
+  for (const [name, doc] of Object.entries(RELATION_DOCS)) {
     const existing = current.get(name);
     if (!existing) {
       missing.push(name);
@@ -52,7 +57,7 @@ export async function applyComments(tx: Tx): Promise<{ written: number; missing:
       }
     }
   }
-  for (const f of FUNCTIONS) {
+  for (const f of FUNCTION_DOCS) {
     if (!currentFunctions.has(f.signature)) {
       missing.push(f.signature);
       continue;
