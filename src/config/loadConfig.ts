@@ -4,6 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import type { ReportSettings } from '../model/reportSettings.ts';
+import { fleetKeyProblem } from './fleetKey.ts';
 import { parseBusinessHours, parseDuration, parseTimeZone } from './reportSettings.ts';
 
 /**
@@ -75,6 +76,14 @@ const EnvSchema = z.object({
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier (letters, digits, _)')
       .default('public'),
   ),
+  /** The fleet's control schema (accounts, views across them; pg-boss in `<FLEET_SCHEMA>_jobs`). @default ticket_mirror_fleet */
+  FLEET_SCHEMA: optionalText.pipe(
+    z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,56}$/, 'must be a lower-case SQL identifier (letters, digits, _) of at most 57 characters')
+      .refine((v) => !v.startsWith('pg_'), 'must not start with pg_ (PostgreSQL keeps those names)')
+      .default('ticket_mirror_fleet'),
+  ),
   /** Requests per rolling 24 h. @default 1440 */
   API_DAILY_LIMIT: positiveInt(1440),
   /** Requests per minute. @default 60 */
@@ -125,6 +134,13 @@ export interface Config {
   /** The SQL socket's password (PGLITE_PASSWORD); never logged. Unset: one generated once, kept in PGLITE_DIR. */
   readonly pglitePassword: string | undefined;
   readonly dbSchema: string;
+  /**
+   * FLEET_KEY as given (checked: 32 bytes as base64 or hex), for fleet/tokenSeal.ts's parseFleetKey; never logged (see
+   * `redactedConfig`). Only the fleet's commands read it.
+   */
+  readonly fleetKey: string | undefined;
+  /** FLEET_SCHEMA: the fleet's control schema. */
+  readonly fleetSchema: string;
   readonly dailyLimit: number;
   readonly minuteLimit: number;
   readonly reserve: number;
@@ -166,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
   }
   const token = resolveToken(merged, cwd, problems);
   const pglitePassword = resolvePglitePassword(merged, problems);
+  const fleetKey = resolveFleetKey(merged, problems);
   if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
@@ -178,6 +195,8 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     pglitePort: e.PGLITE_PORT,
     pglitePassword,
     dbSchema: e.DB_SCHEMA,
+    fleetKey,
+    fleetSchema: e.FLEET_SCHEMA,
     dailyLimit: e.API_DAILY_LIMIT,
     minuteLimit: e.API_MINUTE_LIMIT,
     reserve: e.API_RESERVE,
@@ -238,6 +257,7 @@ export function redactedConfig(config: Config): Record<string, unknown> {
     ...config,
     apiToken: config.apiToken ? '[set]' : undefined,
     pglitePassword: config.pglitePassword ? '[set]' : undefined,
+    fleetKey: config.fleetKey ? '[set]' : undefined,
     databaseUrl: config.databaseUrl === undefined ? undefined : maskSecrets(config.databaseUrl),
   };
 }
@@ -314,6 +334,18 @@ function resolvePglitePassword(env: Record<string, string | undefined>, problems
   if (value === undefined || value === '') return undefined;
   if (!/^[\x20-\x7e]{8,}$/.test(value)) {
     problems.push('PGLITE_PASSWORD must be at least 8 printable ASCII characters (its value is not shown)');
+    return undefined;
+  }
+  return value;
+}
+
+/** FLEET_KEY, checked here rather than in the schema so that no message ever shows its value. */
+function resolveFleetKey(env: Record<string, string | undefined>, problems: string[]): string | undefined {
+  const value = env.FLEET_KEY?.trim();
+  if (!value) return undefined;
+  const problem = fleetKeyProblem(value);
+  if (problem) {
+    problems.push(problem);
     return undefined;
   }
   return value;

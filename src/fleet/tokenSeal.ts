@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { decodeFleetKey, FLEET_KEY_HINT, fleetKeyProblem } from '../config/fleetKey.ts';
 import { ConfigError } from '../errors.ts';
 
 /**
@@ -42,24 +43,15 @@ const HEADER_BYTES = 1 + KEY_ID_BYTES + IV_BYTES + TAG_BYTES;
 /** Largest token sealed: far above any bearer token, small enough that a row stays a row. */
 export const MAX_TOKEN_BYTES = 4096;
 
-const KEY_HINT = 'FLEET_KEY must be 32 random bytes, as base64 (44 characters) or hex (64): make one with `openssl rand -base64 32`';
-
 /**
- * FLEET_KEY as a key, or a ConfigError with the hint. Only exactly 32 bytes in canonical base64 or hex are taken: a
- * passphrase, a key of another length, or base64 with stray characters is refused rather than stretched or cut, since a
- * key that half-works would seal tokens no other worker could open. The value never appears in the message.
+ * FLEET_KEY as a key, or a ConfigError with the hint (config/fleetKey.ts has the rule, which loadConfig checks too).
+ * The value never appears in the message.
  */
 export function parseFleetKey(value: string | undefined): FleetKey {
   const text = value?.trim() ?? '';
-  if (text === '') throw new ConfigError([`FLEET_KEY is not set: ${KEY_HINT}`]);
-  let key: Buffer | undefined;
-  if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
-  else if (/^[A-Za-z0-9+/]{43}=$/.test(text)) {
-    const decoded = Buffer.from(text, 'base64');
-    // Canonical only: the last character's unused bits must be zero, or two spellings would give one key.
-    if (decoded.length === 32 && decoded.toString('base64') === text) key = decoded;
-  }
-  if (!key) throw new ConfigError([`FLEET_KEY (${text.length} characters, not shown) is not a key: ${KEY_HINT}`]);
+  if (text === '') throw new ConfigError([`FLEET_KEY is not set: ${FLEET_KEY_HINT}`]);
+  const key = decodeFleetKey(text);
+  if (!key) throw new ConfigError([fleetKeyProblem(text)!]);
   return Object.freeze({ key, id: keyIdOf(key) });
 }
 

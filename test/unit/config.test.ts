@@ -32,6 +32,8 @@ describe('loadConfig', () => {
       pgliteDir: join(cwd, 'data/pglite'),
       pglitePort: 5433,
       dbSchema: 'public',
+      fleetKey: undefined,
+      fleetSchema: 'ticket_mirror_fleet',
       dailyLimit: 1440,
       minuteLimit: 60,
       reserve: 0.1,
@@ -191,6 +193,24 @@ describe('loadConfig', () => {
     const [problem] = problemsOf(() => loadConfig({ API_MAX_RESPONSE_BYTES: value }, { cwd: emptyDir() }));
     expect(problem).toMatch(/^API_MAX_RESPONSE_BYTES=/);
     expect(problem).toMatch(message);
+  });
+
+  it('checks FLEET_KEY and FLEET_SCHEMA with the other variables, never showing the key', () => {
+    const cwd = emptyDir();
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(loadConfig({ FLEET_KEY: ` ${key} `, FLEET_SCHEMA: 'fleet_a' }, { cwd })).toMatchObject({ fleetKey: key, fleetSchema: 'fleet_a' });
+    expect(loadConfig({ FLEET_KEY: Buffer.alloc(32, 7).toString('hex') }, { cwd }).fleetKey).toHaveLength(64);
+    const problems = problemsOf(() =>
+      loadConfig({ FLEET_KEY: 'my fleet passphrase', FLEET_SCHEMA: 'Fleet-1', API_DAILY_LIMIT: '0' }, { cwd }),
+    );
+    expect(problems).toHaveLength(3);
+    expect(problems.find((p) => p.startsWith('FLEET_KEY'))).toMatch(/openssl rand -base64 32/);
+    expect(problems.join('\n')).not.toContain('passphrase');
+    expect(problems.find((p) => p.startsWith('FLEET_SCHEMA'))).toMatch(/lower-case SQL identifier/);
+    // 57 characters at most: pg-boss lives in `<FLEET_SCHEMA>_jobs`, and an identifier has 63.
+    expect(problemsOf(() => loadConfig({ FLEET_SCHEMA: 'f'.repeat(58) }, { cwd }))[0]).toMatch(/^FLEET_SCHEMA=/);
+    expect(problemsOf(() => loadConfig({ FLEET_SCHEMA: 'pg_fleet' }, { cwd }))[0]).toMatch(/pg_/);
+    expect(JSON.stringify(redactedConfig(loadConfig({ FLEET_KEY: key }, { cwd })))).not.toContain(key);
   });
 
   it('never echoes a password from a URL in a configuration error', () => {
