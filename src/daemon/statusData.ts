@@ -3,7 +3,7 @@ import type { Db } from '../db/connect.ts';
 import { requestsByHour } from '../db/repos/ledger.ts';
 import { runErrors } from '../db/repos/runs.ts';
 import { mirrorStatus, type MirrorStatus } from '../sync/status.ts';
-import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
+import { canonicalTimestamp, DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
 import type { Readiness } from './readiness.ts';
 import type { ReplicaHealth } from './replica.ts';
 
@@ -44,9 +44,12 @@ export async function loadStatusPageData(
   return { status, health, readiness, hours, errors };
 }
 
+/** A ledger row without an outcome for longer than this lost its process mid-request (one attempt times out at 30 s). */
+const IN_FLIGHT_MS = 2 * MINUTE_MS;
+
 /** The ledger by clock hour over the last 24 h, every hour present (zeros included). */
 export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
-  const rows = await requestsByHour(db, now - DAY_MS);
+  const rows = await requestsByHour(db, now - DAY_MS, now - IN_FLIGHT_MS);
   const byHour = new Map(rows.map((r) => [Number(r.hour_ms), r]));
   const current = Math.floor(now / HOUR_MS) * HOUR_MS;
   return Array.from({ length: 24 }, (_, i) => {

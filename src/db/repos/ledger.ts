@@ -52,14 +52,32 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number): P
   }));
 }
 
-/** Requests since `since` (epoch ms) by clock hour (UTC), each hour that has any: its start, its requests, how many failed. */
-export function requestsByHour(tx: Tx, since: number): Promise<Array<{ hour_ms: string | number; requests: number; failed: number }>> {
+/**
+ * Requests since `since` (epoch ms) by clock hour (UTC), each hour that has any: its start, its requests, how many
+ * failed — a 429, a 5xx, no answer, or a row opened before `unsettledBefore` and never settled (its process died
+ * mid-request). A row opened since then without an outcome is in flight, not failed.
+ */
+export function requestsByHour(
+  tx: Tx,
+  since: number,
+  unsettledBefore: number,
+): Promise<Array<{ hour_ms: string | number; requests: number; failed: number }>> {
   return queryRows(
     tx,
     sql`select (extract(epoch from date_trunc('hour', at, 'UTC')) * 1000)::bigint as hour_ms,
           count(*)::int as requests,
-          count(*) filter (where status is null or status = 429 or status >= 500)::int as failed
+          count(*) filter (where status = 429 or status >= 500
+            or (status is null and (duration_ms is not null or at < ${isoMicros(unsettledBefore)}::timestamptz)))::int as failed
         from api_requests where at > ${isoMicros(since)}::timestamptz
         group by 1`,
   );
+}
+
+/**
+ * The id of the newest ledger row (0 when there is none): a process that caches an engine between passes (a fleet
+ * worker) compares it with what it saw last, to learn whether another process has spent the budget meanwhile.
+ */
+export async function latestRequestId(tx: Tx): Promise<number> {
+  const [row] = await queryRows<{ id: string | number | null }>(tx, sql`select max(id) as id from api_requests`);
+  return Number(row?.id ?? 0);
 }
