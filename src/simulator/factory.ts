@@ -32,22 +32,41 @@ export class TicketFactory {
   readonly self: Agent;
   readonly others: readonly Agent[];
   readonly widgets: readonly Widget[];
-  readonly #usedIds = new Set<string>();
+  /** Null in a replica, which draws ids again rather than anew. */
+  readonly #usedIds: Set<string> | null;
+  /** How many drawn ids were already taken (and drawn again): a replica cannot repeat those draws. */
+  collisions = 0;
 
-  constructor(rng: Random) {
+  constructor(rng: Random, cast?: Pick<TicketFactory, 'self' | 'others' | 'widgets'>) {
     this.rng = rng;
     this.content = new ContentGenerator(rng);
+    this.#usedIds = cast ? null : new Set();
+    if (cast) {
+      ({ self: this.self, others: this.others, widgets: this.widgets } = cast);
+      return;
+    }
     const [self, ...others] = this.content.agents(OTHER_AGENTS + 1).map((p) => ({ id: this.id(), ...p }));
     this.self = self!;
     this.others = others;
     this.widgets = WIDGET_NAMES.map((name) => ({ id: this.id(), name }));
   }
 
+  /**
+   * A factory with this one's cast that draws from `rng` and checks no id: given the state the generator had when a
+   * record was built, it builds the same record again (if none of its ids collided then: see `collisions`).
+   */
+  replica(rng: Random): TicketFactory {
+    return new TicketFactory(rng, this);
+  }
+
   /** A fresh opaque id: 8 characters of [0-9A-Za-z], so none needs URL-encoding. */
   id(): string {
-    let id: string;
-    do id = this.rng.base62(ID_LENGTH);
-    while (this.#usedIds.has(id));
+    let id = this.rng.base62(ID_LENGTH);
+    if (this.#usedIds === null) return id;
+    while (this.#usedIds.has(id)) {
+      this.collisions++;
+      id = this.rng.base62(ID_LENGTH);
+    }
     this.#usedIds.add(id);
     return id;
   }

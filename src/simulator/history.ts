@@ -1,6 +1,7 @@
 import type { TicketFactory } from './factory.ts';
+import { Random } from './random.ts';
 import { avoidWholeSecond, formatMicros, MICROS_PER_MS } from './stamps.ts';
-import type { Agent, MessageRecord, MessageType, TicketRecord, TicketStatus } from './types.ts';
+import type { Agent, HistoricKind, MessageRecord, MessageType, TicketRecord, TicketStatus } from './types.ts';
 
 /**
  * The dataset a simulator starts with: tickets whose whole life happened before the clock's start. Open tickets are
@@ -11,7 +12,39 @@ const MINUTE_US = 60 * 1000 * MICROS_PER_MS;
 const HOUR_US = 60 * MINUTE_US;
 const DAY_US = 24 * HOUR_US;
 
-export type HistoricKind = 'open' | 'resolved';
+/** The messages of a compact ticket: none kept (see `replayHistoric`); frozen, so a push fails loudly. */
+const NOT_KEPT: MessageRecord[] = Object.freeze([]) as unknown as MessageRecord[];
+
+/**
+ * The history of a new model: `open` open tickets, then `resolved` resolved ones, drawn in that order.
+ *
+ * `compact`: each ticket keeps what the lists and its detail's own fields show, its attachments, and the generator's
+ * state when it began (`replay`), but not its messages — the bulk of the memory. `replayHistoric` draws them again,
+ * identical, when they are asked for. A ticket one of whose ids collided keeps its messages: a replica, which checks
+ * no id, would have drawn another.
+ */
+export function historicTickets(f: TicketFactory, open: number, resolved: number, nowMs: number, compact: boolean): TicketRecord[] {
+  const tickets: TicketRecord[] = [];
+  for (let i = 0; i < open + resolved; i++) {
+    const kind: HistoricKind = i < open ? 'open' : 'resolved';
+    const state = compact ? f.rng.state() : undefined;
+    const collisions = f.collisions;
+    const t = historicTicket(f, kind, nowMs);
+    if (state && f.collisions === collisions) {
+      t.replay = { kind, state };
+      t.messages = NOT_KEPT;
+    }
+    tickets.push(t);
+  }
+  return tickets;
+}
+
+/** A compact ticket (`t.replay` set) as it was generated, messages included: a new record, `t` is not changed. */
+export function replayHistoric(f: TicketFactory, t: TicketRecord, nowMs: number): TicketRecord {
+  const again = historicTicket(f.replica(Random.fromState(t.replay!.state)), t.replay!.kind, nowMs);
+  if (again.id !== t.id) throw new Error(`replaying ticket ${t.id} drew ${again.id}: the history changed`);
+  return again;
+}
 
 export function historicTicket(f: TicketFactory, kind: HistoricKind, nowMs: number): TicketRecord {
   const { rng } = f;

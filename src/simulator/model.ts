@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { TicketFactory } from './factory.ts';
-import { historicTicket } from './history.ts';
+import { historicTickets, replayHistoric } from './history.ts';
 import { Random } from './random.ts';
 import { AttachmentSigner, signingSecret } from './signing.ts';
 import { formatMicros, nextStamp } from './stamps.ts';
@@ -21,7 +21,10 @@ import {
   type TicketStatus,
   type TicketTruth,
 } from './types.ts';
+import type { AgentChoice, AgentReplyOptions, InboundMessageOptions, NewTicketOptions } from './types.ts';
 import { toDetail, toListItem, toMessageTruth, toTruth } from './views.ts';
+
+export type { AgentChoice, AgentReplyOptions, InboundMessageOptions, NewTicketOptions } from './types.ts';
 
 export interface SimulatorModelOptions {
   /** Same seed (and same clock start) → identical dataset. @default 1 */
@@ -34,34 +37,16 @@ export interface SimulatorModelOptions {
   resolvedTickets?: number;
   /** Signs attachment links. @default a signer keyed by the seed, for a storage origin at http://storage.invalid */
   signer?: AttachmentSigner;
-}
-
-export interface NewTicketOptions {
-  name?: string;
-  email?: string;
-  /** The customer's first message. @default a generated one */
-  message?: string;
-  /** Files attached to the first message. @default 1–2 for about a third of tickets, else 0 */
-  attachments?: number;
-  /** @default a random one, mostly low or medium */
-  priority?: Priority;
-}
-
-export interface InboundMessageOptions {
-  /** @default a generated follow-up */
-  message?: string;
-  /** @default 1 for about a fifth of messages, else 0 */
-  attachments?: number;
-}
-
-/** Who: the token's user, a random other agent, or an agent id. */
-export type AgentChoice = 'self' | 'other' | (string & {});
-
-export interface AgentReplyOptions {
-  /** @default the assignee, or a random other agent when the ticket is unassigned */
-  agent?: AgentChoice;
-  /** @default a generated reply */
-  message?: string;
+  /**
+   * The instant the generated history ends: the same seed and instant give the same dataset, whenever it is built (a
+   * simulator's accounts are built on their first request, as of when they were added). @default clock.now()
+   */
+  historyEndsAt?: number;
+  /**
+   * Keep no messages of historic tickets that have not changed; generate them again, identical, when a detail, the
+   * truth or a change needs them. The same answers in about a quarter of the memory (history.ts). @default false
+   */
+  compactHistory?: boolean;
 }
 
 /**
@@ -97,6 +82,7 @@ export class SimulatorModel {
   readonly clock: Clock;
   readonly #rng: Random;
   readonly #factory: TicketFactory;
+  readonly #historyEndsAt: number;
   readonly #tickets = new Map<string, TicketRecord>();
   /** Invariant: every ticket of #tickets, sorted by `newestFirst`. */
   readonly #newest: TicketRecord[] = [];
@@ -113,11 +99,10 @@ export class SimulatorModel {
     this.self = this.#factory.self;
     this.agents = [this.self, ...this.#factory.others];
     this.signer = opts.signer ?? new AttachmentSigner(signingSecret(seed), 'http://storage.invalid');
-    const nowMs = this.clock.now();
+    this.#historyEndsAt = opts.historyEndsAt ?? this.clock.now();
     const open = opts.openTickets ?? 40;
     const resolved = opts.resolvedTickets ?? 120;
-    for (let i = 0; i < open + resolved; i++) {
-      const t = historicTicket(this.#factory, i < open ? 'open' : 'resolved', nowMs);
+    for (const t of historicTickets(this.#factory, open, resolved, this.#historyEndsAt, opts.compactHistory ?? false)) {
       this.#register(t);
       this.#newest.push(t);
     }
@@ -162,12 +147,12 @@ export class SimulatorModel {
   /** Endpoint 5's object, attachment links signed at `issuedAtMs`; undefined when there is no such ticket. */
   detail(id: string, issuedAtMs: number = this.clock.now()): TicketDetail | undefined {
     const t = this.#tickets.get(id);
-    return t && toDetail(t, this.signer, issuedAtMs);
+    return t && toDetail(this.#whole(t), this.signer, issuedAtMs);
   }
 
   /** Every existing ticket's detail minus the (time-dependent) attachment urls, newest first. */
   groundTruth(): TicketTruth[] {
-    return this.#newest.map(toTruth);
+    return this.#newest.map((t) => toTruth(this.#whole(t)));
   }
 
   /** An attachment of an existing ticket, for the storage origin. */
@@ -293,7 +278,7 @@ export class SimulatorModel {
     this.#newest.splice(this.#newest.indexOf(t), 1);
     for (const a of t.attachments) this.#files.delete(a.id);
     this.#invalidate(this.#groups(t));
-    return toTruth(t);
+    return toTruth(this.#whole(t));
   }
 
   #require(ticketId: string): TicketRecord {
@@ -305,6 +290,7 @@ export class SimulatorModel {
   /** Applies one change to a ticket at a fresh instant, which becomes its `updated_at`. */
   #change<R>(ticketId: string, apply: (t: TicketRecord, us: number) => R): R {
     const t = this.#require(ticketId);
+    if (t.replay) this.#keepWhole(t);
     const before = { status: t.status, hasUnread: t.hasUnread, groups: this.#groups(t) };
     const us = nextStamp(this.clock.now(), t.lastEventUs, this.#rng);
     t.lastEventUs = us;
@@ -348,6 +334,20 @@ export class SimulatorModel {
     t.messages.push(m);
     t.attachments.push(...m.attachments);
     for (const a of m.attachments) this.#files.set(a.id, a);
+  }
+
+  /** A ticket with all its messages: itself, or for a compact one a copy with them generated again. */
+  #whole(t: TicketRecord): TicketRecord {
+    return t.replay ? { ...t, messages: replayHistoric(this.#factory, t, this.#historyEndsAt).messages } : t;
+  }
+
+  /** A compact ticket about to change keeps its messages from now on (with the same attachments, generated again). */
+  #keepWhole(t: TicketRecord): void {
+    const again = replayHistoric(this.#factory, t, this.#historyEndsAt);
+    t.messages = again.messages;
+    t.attachments = again.attachments;
+    t.replay = undefined;
+    this.#register(t);
   }
 
   /** Indexes a ticket and its files; the caller puts it in #newest. */

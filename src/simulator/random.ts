@@ -3,6 +3,9 @@
  * benchmark run must be reproducible from its seed alone.
  */
 
+/** Four signed 32-bit words (small integers to V8: four slots, no boxes). */
+export type RandomState = readonly [number, number, number, number];
+
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 export class Random {
@@ -27,6 +30,17 @@ export class Random {
     this.#d = splitmix();
     // sfc32's first outputs are still correlated with the seed.
     for (let i = 0; i < 12; i++) this.uint32();
+  }
+
+  /** The generator's whole state: a generator restored from it draws the same numbers from here on. */
+  state(): RandomState {
+    return [this.#a, this.#b, this.#c, this.#d];
+  }
+
+  static fromState(state: RandomState): Random {
+    const rng = new Random(0);
+    [rng.#a, rng.#b, rng.#c, rng.#d] = state;
+    return rng;
   }
 
   /** A uniformly distributed unsigned 32-bit integer. */

@@ -1,3 +1,5 @@
+import type { RandomState } from './random.ts';
+
 /**
  * Shapes of the simulated Support Ticket API: the wire objects (snake_case, exactly as the spec lists their fields)
  * and the model's internal records (camelCase). `views.ts` is the one place that maps records to wire objects.
@@ -142,4 +144,41 @@ export interface TicketRecord {
   lastEventUs: number;
   /** The list item, built once per change (the lists of 5,000 tickets are served many thousand times). */
   listItem?: Readonly<TicketListItem>;
+  /**
+   * Set on a historic ticket of a compact model that has not changed since: its messages are not kept (`messages` is
+   * empty) and are generated again from this state when asked for (history.ts, `replayHistoric`).
+   */
+  replay?: { kind: HistoricKind; state: RandomState };
+}
+
+/** The two kinds of generated history: open tickets (recent) and resolved ones. */
+export type HistoricKind = 'open' | 'resolved';
+
+/** Options of the model's mutations (model.ts). */
+export interface NewTicketOptions {
+  name?: string;
+  email?: string;
+  /** The customer's first message. @default a generated one */
+  message?: string;
+  /** Files attached to the first message. @default 1–2 for about a third of tickets, else 0 */
+  attachments?: number;
+  /** @default a random one, mostly low or medium */
+  priority?: Priority;
+}
+
+export interface InboundMessageOptions {
+  /** @default a generated follow-up */
+  message?: string;
+  /** @default 1 for about a fifth of messages, else 0 */
+  attachments?: number;
+}
+
+/** Who: the token's user, a random other agent, or an agent id. */
+export type AgentChoice = 'self' | 'other' | (string & {});
+
+export interface AgentReplyOptions {
+  /** @default the assignee, or a random other agent when the ticket is unassigned */
+  agent?: AgentChoice;
+  /** @default a generated reply */
+  message?: string;
 }
