@@ -28,10 +28,12 @@ import type { BudgetSnapshot } from './budget.ts';
  *    than a sweep paid by the polls' share of the minute allowance (4 / (M·P/A) minutes) nor longer than 3× the
  *    even interval (P spread evenly over the day).
  * 2. **Details a list asked for** (live): a new ticket, a changed status or unread flag, a ticket joining or leaving a
- *    list. Fetched right away, oldest first — as long as the polls of the next 24 h keep their slots.
+ *    list. Fetched right away, oldest first, in the pass of the sweep that found them — as long as the polls of the
+ *    next 24 h keep their slots; background leaves the slots of the details a sweep may bring (see pacing).
  * 3. **Backfill** (background): never-fetched tickets, open before resolved, newest first.
  * 4. **Revalidation** (background): details whose changes no list shows (a message on an unread ticket, a priority
- *    change), most likely changed first: see db/repos/work.ts. A detail read within the current sweep interval is not
+ *    change), most likely changed first: see db/repos/work.ts. After the backfill it is paced with the activity, at a
+ *    rate ∝ √λ(h) (see `paced`): the detail-only changes come when the list changes do. A detail read within the current sweep interval is not
  *    re-read (`revalidateMinAgeMs`): within it the sweeps find what the lists show, and re-reading faster buys
  *    nothing; an idle plan wakes when the stalest detail reaches that age.
  *
@@ -40,13 +42,17 @@ import type { BudgetSnapshot } from './budget.ts';
  * same hours yesterday (known from the ledger). So a class of work may spend now only what leaves, for every horizon τ
  * of the next 24 h, `left now + slots freed within τ ≥ demand of the classes above it within τ`: details keep the
  * forecast polls' slots, background keeps the forecast polls' and details' (a list change brings about half a detail),
- * with a 20 % margin. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the last
+ * with a 20 % margin, and the slots of the details one sweep may bring. The current hour counts only what is still to
+ * come in it (the sweeps due before it ends, the rest of its details): what it sent is already in the window, and
+ * counting it twice held back, in a full window, a whole hour of slots from the details a list asked for. Each hour is
+ * checked at its start (its first sweep needs its slots at once) and at its end with the slots it frees. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the last
  * two hours fell short of theirs (a quiet spell the history did not foresee; its effect fades over 12 hours).
  * Background keeps a share of A — 35 % while the backfill runs, afterwards revalidation's part of F (what no list
  * shows must come round too) — and when details and background both wait, background gets its share of what is free,
  * rounded down (a single free slot goes to the detail a list asked for). Nothing idles that live work will not need;
  * live work always finds room. On a first day there is no history to forecast from, so background
- * is also held to half the hourly average.
+ * is also held to the hourly average (A/24 an hour with everything else: it cannot burst), and so is a backlog of
+ * details beyond the hour's forecast on any day (at most 2.5 × A/24 an hour).
  *
  * The planner reads the history in clock buckets (half hours, hours), so between known instants — a bucket boundary,
  * a list falling due, a request leaving the window — its inputs do not change: an idle plan says when the next such
@@ -86,7 +92,7 @@ export const POLICY = {
    */
   maxHourlyShare: 2.5,
   /** The same, while less than a day of history exists. */
-  maxHourlyShareFirstDay: 0.5,
+  maxHourlyShareFirstDay: 1,
   /** Polls may exceed their daily share by this factor before the sweeps are stretched. */
   pollOverspend: 1.1,
   /** Background share of the allowance kept while the backfill runs. */
@@ -160,35 +166,45 @@ export function planPass(input: PlannerInput): Plan {
   minuteLeft -= polls.length;
   dailyLeft -= polls.length;
 
-  // What live work will need over the next 24 h (never more than leaves background its floor).
-  const forecast = schedule.liveForecast();
-  const dailyLive = forecast.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
+  // What live work will need over the next 24 h (never more than leaves background its floor). The current hour counts
+  // only what is still to come in it: the sweeps due before it ends (after this pass's) and its remaining share of the
+  // details. What it already sent is in the window (`dailyLeft`): counting it again in the demand would hold back a
+  // whole hour of slots, and in a full window the details a list asked for would wait for the next burst of slots.
+  const forecast = schedule.liveForecast(now, polls.length > 0 ? now + sweepMinutes * MINUTE_MS : nextSweepAt(input, sweepMinutes));
+  const fullHour = schedule.liveForecast();
+  const dailyLive = fullHour.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
   const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
   const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
   const pollDemand = forecast.map((h) => h.polls * keep);
+  const sweepCost = LIST_NAMES.length * keep;
   const liveDemand = forecast.map((h) => (h.polls + h.details) * keep);
 
   // 2. What the polls of the next 24 h will not need (until a slot used now frees again, nothing else refills the
   // window), for details: lists asked for some, background wants some.
-  const room = Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, pollDemand))));
-  // Background may take what live work will not need over the next 24 h, within the hourly cap.
+  const room = Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, pollDemand, sweepCost))));
+  // What the hour may spend beyond its forecast live work (the hourly cap): background, and a backlog of details.
+  const hourCap = (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length;
+  // After the backfill and the first day, background is revalidation, and it is paced with the activity (`paced`).
+  const pace = !backfilling && hourlyShare(input.history, now) === POLICY.maxHourlyShare ? paced(now, A, fullHour, schedule) : null;
+  const paceCap = pace === null ? Infinity : pace.spendBy(now) - input.history.sentThisHour - polls.length;
+  // Background may take what live work will not need over the next 24 h, within the hourly cap and the pace.
+  // It also leaves, beyond the forecast, the slots of the details a list may ask for before the next slots free (as many
+  // as go first in a pass, below): a detail a list asked for is the cheapest freshness there is, and in a window that
+  // background keeps full it would otherwise wait for the next slot to free.
+  const dueReserve = Math.ceil((fullHour[0]?.details ?? 0) * keep) + 1;
   const backgroundMay = Math.floor(
-    Math.max(
-      0,
-      Math.min(
-        room,
-        headroom(dailyLeft, input.history.freeing, liveDemand),
-        (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length,
-      ),
-    ),
+    Math.max(0, Math.min(room, headroom(dailyLeft, input.history.freeing, liveDemand, sweepCost) - dueReserve, hourCap, paceCap)),
   );
   // Details a list asked for go first, as many as the hour's forecast brings (and one more): the list showed a change,
   // background only guesses. Of the room beyond those — a busy day's backlog — background keeps its share, rounded
-  // down: never starved by a busy day, whatever the ledger says (its kinds are not needed).
-  const first = Math.min(input.dueCount, room, Math.ceil((forecast[0]?.details ?? 0) * keep) + 1);
+  // down: never starved by a busy day, whatever the ledger says (its kinds are not needed). That backlog is beyond
+  // what the forecast reserved slots for, so it keeps to the hourly cap as background does: spent in one burst (on a
+  // first day, before the forecast has anything to go by) it would take the slots of the coming hours' polls.
+  const first = Math.min(input.dueCount, room, dueReserve);
   const rest = room - first;
   const share = Math.min(1, floor / Math.max(1, A - pollBudget));
-  const dueDetails = first + Math.min(input.dueCount - first, rest - Math.min(backgroundMay, Math.floor(rest * share)));
+  const backlog = Math.min(input.dueCount - first, rest - Math.min(backgroundMay, Math.floor(rest * share)), Math.floor(hourCap) - first);
+  const dueDetails = first + Math.max(0, backlog);
   // 3 & 4. Background.
   const revalidateMinAgeMs = sweepMinutes * MINUTE_MS;
   // Revalidation only once some detail is old enough (see revalidateMinAgeMs): until then re-reading buys nothing.
@@ -208,12 +224,14 @@ export function planPass(input: PlannerInput): Plan {
     revalidateMinAgeMs,
     daily: {
       allowed: A,
-      polls: Math.round(forecast.reduce((s, h) => s + h.polls, 0)),
-      liveDetails: Math.round(forecast.reduce((s, h) => s + h.details, 0)),
+      polls: Math.round(fullHour.reduce((s, h) => s + h.polls, 0)),
+      liveDetails: Math.round(fullHour.reduce((s, h) => s + h.details, 0)),
       background: Math.round(backgroundPerDay),
       pollBudget: Math.round(pollBudget),
     },
-    wakeAt: idle ? wakeAt(input, sweepMinutes, revalidateMinAgeMs) : now,
+    wakeAt: idle
+      ? wakeAt(input, sweepMinutes, revalidateMinAgeMs, revalidatable && pace !== null ? pace.slotAt(input.history.sentThisHour + 1) : null)
+      : now,
   };
 }
 
@@ -223,9 +241,11 @@ export function planPass(input: PlannerInput): Plan {
  * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends,
  * when the minute window frees a slot, or when the stalest detail becomes old enough to re-read. Between those instants every input of the plan is constant.
  */
-function wakeAt(input: PlannerInput, sweepMinutes: number, revalidateMinAgeMs: number): number {
+function wakeAt(input: PlannerInput, sweepMinutes: number, revalidateMinAgeMs: number, paceAt: number | null): number {
   const { now, history, budget } = input;
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
+  // The pace of revalidation lets one more request go.
+  if (paceAt !== null && paceAt > now) candidates.push(paceAt);
   // The stalest detail becomes old enough to re-read.
   const oldest = input.oldestDetailAt;
   if (oldest != null && oldest + revalidateMinAgeMs > now) candidates.push(oldest + revalidateMinAgeMs);
@@ -266,8 +286,14 @@ interface HourForecast {
 interface SweepSchedule {
   /** Sweep interval (minutes) in the clock hour `hoursAhead` from the current one. */
   intervalAt(hoursAhead: number): number;
-  /** Expected live requests (polls and details) in the current clock hour and each of the next 23. */
-  liveForecast(): HourForecast[];
+  /** List changes per hour expected in the clock hour `hoursAhead` from the current one (λ). */
+  rateAt(hoursAhead: number): number;
+  /**
+   * Expected live requests (polls and details) in the current clock hour and each of the next 23. Given `now` and the
+   * instant the next sweep falls due, the current hour counts only the sweeps still to make in it and its remaining
+   * share of the details; otherwise whole hours.
+   */
+  liveForecast(now?: number, nextSweepAt?: number): HourForecast[];
 }
 
 /**
@@ -334,12 +360,53 @@ function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number, shape
     clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, minSweep, maxSweep);
   return {
     intervalAt: (hoursAhead) => interval(expected(hoursAhead)),
-    liveForecast: () =>
+    rateAt: expected,
+    liveForecast: (at, nextSweepAt) =>
       Array.from({ length: HOURS_AHEAD }, (_, k) => {
         const lambda = expected(k);
-        return { polls: (60 / interval(lambda)) * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange };
+        const minutes = interval(lambda);
+        if (k > 0 || at === undefined || nextSweepAt === undefined) {
+          return { polls: (60 / minutes) * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange };
+        }
+        const hourEnd = (hourNow + 1) * HOUR_MS;
+        const sweeps = nextSweepAt < hourEnd ? 1 + Math.floor((hourEnd - 1 - nextSweepAt) / (minutes * MINUTE_MS)) : 0;
+        return { polls: sweeps * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange * ((hourEnd - at) / HOUR_MS) };
       }),
   };
+}
+
+/**
+ * The pace of revalidation after the backfill. What live work does not need, A − L (L: the forecast polls and details
+ * of the next 24 h), goes to re-reading details, and the detail-only changes it finds come at the rhythm of the list
+ * changes (the same people make both). Re-reading a ticket at rate r(h) in an hour that brings λ(h) changes leaves
+ * them a mean lag ∝ λ(h)/r(h); under Σ r = A − L the sum is least at r ∝ √λ (the square-root law, as for the sweeps),
+ * so the current hour's share of what live work leaves is √λ(0) / Σ_k √λ(k), and the hour spends its live forecast
+ * plus that share, evenly within it. A greedy background instead spent whatever slots freed (those of the same hour a
+ * day before): nights and weekends, where the sweeps are sparse, took nearly all of it (on the `small` workload 2,630
+ * re-reads in a week off-hours against 66 in working hours), while the changes came in working hours.
+ */
+function paced(now: number, A: number, fullHour: readonly HourForecast[], schedule: SweepSchedule): { spendBy(t: number): number; slotAt(n: number): number } {
+  const live = fullHour.reduce((s, h) => s + h.polls + h.details, 0);
+  const weights = fullHour.map((_, k) => Math.sqrt(schedule.rateAt(k)));
+  const total = weights.reduce((s, w) => s + w, 0);
+  const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
+  const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * (weights[0]! / total);
+  return {
+    /** Requests the clock hour may have sent by t: its k-th (from 1) goes (k − 1)/target of the hour in. */
+    spendBy: (t) => Math.floor((target * (t - hourStart)) / HOUR_MS) + 1,
+    /** When the hour may have sent n. */
+    slotAt: (n) => hourStart + Math.ceil((HOUR_MS * (n - 1)) / Math.max(1e-9, target)),
+  };
+}
+
+/** When the next sweep falls due, if no list is polled now: the first list to fall due (now for one never polled). */
+function nextSweepAt(input: PlannerInput, sweepMinutes: number): number {
+  let next = Infinity;
+  for (const l of LIST_NAMES) {
+    const last = input.lists[l].lastPolledAt;
+    next = Math.min(next, last === null ? input.now : last + sweepMinutes * MINUTE_MS - SECOND_MS);
+  }
+  return Math.max(input.now, next);
 }
 
 function hourlyShare(h: PlannerHistory, now: number): number {
@@ -347,17 +414,22 @@ function hourlyShare(h: PlannerHistory, now: number): number {
 }
 
 /**
- * What may be spent now and still leave room for `demand` (requests per coming clock hour): the least, over every
- * horizon of the next 24 h, of `left now + slots freed before that hour − demand up to that hour`.
+ * What may be spent now and still leave room for `demand` (requests per coming clock hour), checked at the start and
+ * at the end of every clock hour of the next 24 h: at its start, `left now + slots freed before it − demand before it −
+ * its first `chunk` (a sweep, which needs its slots at once)`; at its end, the same with the hour's own freed slots
+ * and demand. Within an hour both the slots that free (those used in the same hour a day before) and the demand (the
+ * sweeps, the details) come spread over it, so between those two instants the balance moves about linearly. (Checking
+ * the end of an hour without its own freed slots held back, in a full window, the slots of a whole hour.)
  */
-function headroom(left: number, freeing: readonly number[], demand: readonly number[]): number {
+function headroom(left: number, freeing: readonly number[], demand: readonly number[], chunk: number): number {
   let room = Infinity;
   let freed = 0;
   let needed = 0;
   for (let k = 0; k < demand.length; k++) {
+    room = Math.min(room, left + freed - needed - Math.min(chunk, demand[k]!));
     needed += demand[k]!;
-    room = Math.min(room, left + freed - needed);
     freed += freeing[k] ?? 0;
+    room = Math.min(room, left + freed - needed);
   }
   return Math.max(0, room);
 }

@@ -161,8 +161,10 @@ describe('planPass: pacing in the rolling window', () => {
 
   it('fetches the details a list asked for before background, as many as the hour brings, even in a quiet hour', () => {
     // 50 requests in the last minute: 4 slots left in it. Quiet history: revalidation's share of the room is ~100 %.
-    const busyMinute = budgetAt(limits, sent(50, T0 - 30_000, T0 - 1_000), T0);
-    const plan = planPass(input({ budget: busyMinute, dueCount: 2, backfillCount: 0 }));
+    // Half an hour in, when the hour's pace of revalidation has more than 2 to give.
+    const now = T0 + 30 * MIN;
+    const busyMinute = budgetAt(limits, sent(50, now - 30_000, now - 1_000), now);
+    const plan = planPass(input({ now, budget: busyMinute, lists: lists(now - 60_000), dueCount: 2, backfillCount: 0 }));
     expect(plan.due).toBe(2);
     expect(plan.revalidate).toBe(2);
   });
@@ -283,3 +285,95 @@ describe('planPass in a closed loop with more work than the quota', () => {
     expect(silent).toEqual([]);
   });
 });
+
+/**
+ * The planner in a closed loop after the backfill, against a week's rhythm: working hours (08–18 UTC) bring `busy`
+ * changed tickets a sweep, other hours a twentieth of that rate; every changed ticket's detail falls due after its
+ * sweep (a list asked for it) and, as in the engine, may be fetched in that very pass within what the plan gave it.
+ * Minute by minute for `days`; returns when each due detail waited and when revalidation was spent.
+ */
+function rhythmLoop(days: number, busy: number) {
+  const start = Date.UTC(2026, 0, 5, 0, 0, 0); // a Monday
+  const requests: number[] = [];
+  const polls: number[] = [];
+  const revalidations: number[] = [];
+  const waits: Array<{ at: number; waited: number }> = [];
+  const changes = new Map<number, number>();
+  let due: number[] = [];
+  let firstPollAt: number | null = null;
+  let lastSweep: number | null = null;
+  let carry = 0;
+  for (let now = start; now < start + days * DAY_MS; now += MIN) {
+    const inWindow = requests.filter((t) => t > now - DAY_MS);
+    const bucketNow = Math.floor(now / BUCKET_MS);
+    const hourNow = Math.floor(now / HOUR);
+    const freeing = new Array<number>(24).fill(0);
+    for (const t of inWindow) freeing[Math.min(23, Math.max(0, Math.floor(t / HOUR) + 24 - hourNow))]! += 1;
+    const h: PlannerHistory = {
+      changes: Array.from({ length: HISTORY_BUCKETS }, (_, k) => changes.get(bucketNow - k) ?? 0),
+      firstPollAt,
+      pollsLastDay: polls.filter((t) => Math.floor(t / BUCKET_MS) > bucketNow - 48).length,
+      freeing,
+      sentThisHour: inWindow.filter((t) => Math.floor(t / HOUR) === hourNow).length,
+      nextExpiryAt: inWindow.length > 0 ? inWindow[0]! + DAY_MS : null,
+      nextRetryAt: null,
+    };
+    const plan = planPass({
+      now,
+      budget: budgetAt(limits, inWindow.map((at) => ({ at, remaining: null, limit: null })), now),
+      lists: lists(lastSweep),
+      dueCount: due.length,
+      backfillCount: 0,
+      openCount: 500,
+      history: h,
+    });
+    if (plan.sweep) {
+      const hour = new Date(now).getUTCHours();
+      const working = hour >= 8 && hour < 18;
+      // Changes since the last sweep, at the hour's rate (a twentieth off hours), carried over in fractions.
+      carry += (busy * (working ? 1 : 0.05) * (now - (lastSweep ?? now - 4 * MIN))) / (4 * MIN);
+      const n = Math.floor(carry);
+      carry -= n;
+      for (let i = 0; i < n; i++) due.push(now);
+      changes.set(bucketNow, (changes.get(bucketNow) ?? 0) + 2 * n);
+      lastSweep = now;
+      firstPollAt ??= now;
+    }
+    // As the engine: after the polls, the details due now, within everything the plan gave to details.
+    const detailSlots = plan.due + plan.backfill + plan.revalidate;
+    const fetched = due.splice(0, Math.min(due.length, plan.sweep ? detailSlots : plan.due));
+    for (const at of fetched) waits.push({ at: now, waited: now - at });
+    const reval = detailSlots - fetched.length;
+    for (let i = 0; i < plan.polls.length + detailSlots; i++) requests.push(now + i);
+    for (let i = 0; i < plan.polls.length; i++) polls.push(now);
+    for (let i = 0; i < reval; i++) revalidations.push(now);
+  }
+  return { start, requests, waits, revalidations, due };
+}
+
+describe('planPass in a closed loop after the backfill, with a week of working hours', () => {
+  // Three days, a change every sweep or so in working hours: far less work than the quota (the `small` workload).
+  const { start, requests, waits, revalidations } = rhythmLoop(3, 1);
+  const afterFirstDay = (t: number) => t >= start + DAY_MS;
+
+  it('fetches a detail a list asked for in the pass of that sweep or the next one, in a full window too', () => {
+    const dueAfterFirstDay = waits.filter((w) => afterFirstDay(w.at - w.waited));
+    expect(dueAfterFirstDay.length).toBeGreaterThan(50);
+    // Nearly all at once; the few that wait are those of an evening whose sweeps the forecast underestimated (the
+    // reservation of the polls' slots wins), and none waits an hour.
+    const late = dueAfterFirstDay.filter((w) => w.waited > MIN);
+    expect(late.length).toBeLessThanOrEqual(0.05 * dueAfterFirstDay.length);
+    expect(Math.max(...dueAfterFirstDay.map((w) => w.waited))).toBeLessThan(HOUR);
+  });
+
+  it('spends what live work leaves on revalidation, more in working hours than at night', () => {
+    const working = (t: number) => new Date(t).getUTCHours() >= 8 && new Date(t).getUTCHours() < 18;
+    const day2 = revalidations.filter((t) => t >= start + DAY_MS && t < start + 2 * DAY_MS);
+    const perWorkingHour = day2.filter(working).length / 10;
+    const perNightHour = day2.filter((t) => !working(t)).length / 14;
+    expect(perWorkingHour).toBeGreaterThan(1.5 * perNightHour);
+    // …and spends the allowance: the second day's window is (nearly) full.
+    expect(requests.filter((t) => t >= start + DAY_MS && t < start + 2 * DAY_MS).length).toBeGreaterThan(0.9 * A);
+  });
+});
+
