@@ -73,25 +73,9 @@ export function postgresLeadership(options: PostgresLeadershipOptions): Leadersh
   const pollMs = msOption('pollMs', options.pollMs, 5_000, 1);
   const heartbeatMs = msOption('heartbeatMs', options.heartbeatMs, 5_000, 1);
   const heartbeatTimeoutMs = msOption('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 5_000, 1);
-  const key = `ticket-mirror:sync:${schema}`;
-
-  const connect = async (): Promise<pg.Client> => {
-    const client = new pg.Client({
-      connectionString: options.databaseUrl,
-      // Named after the schema, so an operator (or a test) can find the leader's session in pg_stat_activity.
-      application_name: `ticket-mirror leader ${schema}`.slice(0, 63),
-      // The server's side of the bargain above: drop a vanished peer's session, and so its lock, after about 25 s
-      // (10 s idle, then 3 unanswered probes 5 s apart); and never end an idle lock holder for being idle.
-      options: '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3 -c idle_session_timeout=0',
-      keepAlive: true,
-      connectionTimeoutMillis: 10_000,
-      query_timeout: heartbeatTimeoutMs,
-    });
-    // Without a listener, a connection that fails while idle would crash the process.
-    client.on('error', () => {});
-    await client.connect();
-    return client;
-  };
+  const key = syncLockKey(schema);
+  // Named after the schema, so an operator (or a test) can find the leader's session in pg_stat_activity.
+  const connect = () => lockConnection(options.databaseUrl, `ticket-mirror leader ${schema}`, heartbeatTimeoutMs);
 
   // A process whose lock connection just failed lets the standbys try first: its own path to PostgreSQL is suspect.
   let lostLast = false;
@@ -135,6 +119,65 @@ export function postgresLeadership(options: PostgresLeadershipOptions): Leadersh
   };
 }
 
+/** The advisory lock that makes one syncer per schema: `run`'s leader and a fleet worker's pass of the account take it. */
+export function syncLockKey(schema: string): string {
+  return `ticket-mirror:sync:${schema}`;
+}
+
+/** A connection of its own for a session lock, outside any pool (see postgresLeadership). */
+async function lockConnection(databaseUrl: string, applicationName: string, queryTimeoutMs: number): Promise<pg.Client> {
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: applicationName.slice(0, 63),
+    // The server's side of the bargain above: drop a vanished peer's session, and so its lock, after about 25 s
+    // (10 s idle, then 3 unanswered probes 5 s apart); and never end an idle lock holder for being idle.
+    options: '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3 -c idle_session_timeout=0',
+    keepAlive: true,
+    connectionTimeoutMillis: 10_000,
+    query_timeout: queryTimeoutMs,
+  });
+  // Without a listener, a connection that fails while idle would crash the process.
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+export interface TrySyncLockOptions {
+  databaseUrl: string;
+  /** The schema whose syncer this process would be (`ticket-mirror:sync:<schema>`, the key `run` takes). */
+  schema: string;
+  logger: Logger;
+  /** Shown in pg_stat_activity (at most 63 bytes), e.g. the fleet worker's id and the account. */
+  applicationName: string;
+  /** How often the holder checks its lock connection. @default 5000 */
+  heartbeatMs?: number;
+  /** A heartbeat unanswered for this long counts as a lost connection. @default 5000 */
+  heartbeatTimeoutMs?: number;
+}
+
+/**
+ * One try at the lock `run`'s leader holds, for a syncer that does not wait: a fleet worker's pass of one account. The
+ * lease, when it is got, is held and watched exactly as a leader's is (same connection settings, heartbeat, and
+ * `lost` signal; `session` proves the holder gone to the reply outbox); null when another process holds it.
+ * Throws when PostgreSQL cannot be reached.
+ */
+export async function trySyncLock(options: TrySyncLockOptions): Promise<Lease | null> {
+  const heartbeatMs = msOption('heartbeatMs', options.heartbeatMs, 5_000, 1);
+  const heartbeatTimeoutMs = msOption('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 5_000, 1);
+  const client = await lockConnection(options.databaseUrl, options.applicationName, heartbeatTimeoutMs);
+  try {
+    const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtext($1)) as locked', [syncLockKey(options.schema)]);
+    if (!rows[0]?.locked) {
+      await client.end().catch(() => {});
+      return null;
+    }
+    return hold(client, heartbeatMs, options.logger, () => {}, await sessionOf(client), 'the lock connection failed; stopping this pass');
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
+}
+
 /** The lock connection's own backend, as another session sees it in pg_stat_activity. */
 async function sessionOf(client: pg.Client): Promise<LeaderSession> {
   const { rows } = await client.query<{ pid: number; started: string }>(
@@ -145,7 +188,14 @@ async function sessionOf(client: pg.Client): Promise<LeaderSession> {
 }
 
 /** Watches the lock's connection until it fails or the lease is released. */
-function hold(client: pg.Client, heartbeatMs: number, logger: Logger, onLost: () => void, session: LeaderSession): Lease {
+function hold(
+  client: pg.Client,
+  heartbeatMs: number,
+  logger: Logger,
+  onLost: () => void,
+  session: LeaderSession,
+  lostMessage = 'leadership lost: the lock connection failed; stopping the sync',
+): Lease {
   const lost = new AbortController();
   let released = false;
   let timer: NodeJS.Timeout | undefined;
@@ -153,7 +203,7 @@ function hold(client: pg.Client, heartbeatMs: number, logger: Logger, onLost: ()
   const lose = (reason: string) => {
     if (released || lost.signal.aborted) return;
     clearTimeout(timer);
-    logger.error({ reason }, 'leadership lost: the lock connection failed; stopping the sync');
+    logger.error({ reason }, lostMessage);
     onLost();
     lost.abort(new Error(`leadership lost: ${reason}`));
     void client.end().catch(() => {});

@@ -60,6 +60,19 @@ export interface EngineOptions {
   tokenWorked?: boolean;
 }
 
+/**
+ * A pass that must make room (a fleet worker's slice, a graceful stop): it stops *starting* requests once `until` (an
+ * instant on the engine's clock) has passed or `yield` is aborted, lets the ones in flight finish and writes what they
+ * brought. Unlike the engine's `signal`, which cuts requests off, nothing fetched is lost. The planner sees the work
+ * left at the next pass.
+ */
+export interface PassOptions {
+  /** Start no request at or after this instant (epoch ms, the engine's clock). @default no limit */
+  until?: number;
+  /** Start no request once this is aborted. @default never */
+  yield?: AbortSignal;
+}
+
 export class SyncEngine {
   readonly events = new SyncEvents();
   readonly #o: EngineOptions;
@@ -138,8 +151,9 @@ export class SyncEngine {
   }
 
   /** One pass. Throws on a rejected token or an unexpected failure (after recording the pass); a 429, a spent budget or
-   * server trouble end it quietly, with the reason in `stoppedBy`. */
-  async pass(): Promise<PassSummary> {
+   * server trouble end it quietly, with the reason in `stoppedBy`. `options.until` and `options.yield` end it early
+   * and quietly too, at a request boundary (`yielded` in the summary): see PassOptions. */
+  async pass(options: PassOptions = {}): Promise<PassSummary> {
     await this.init();
     const startedAt = this.#o.clock.now();
     const plan = await this.plan(startedAt);
@@ -158,8 +172,15 @@ export class SyncEngine {
       errors: [],
       stoppedBy: null,
     };
+    // Asked before each request is started, never while one is in flight: what was fetched is written.
+    const yieldNow = () => {
+      if (summary.yielded) return true;
+      const due = (options.until !== undefined && this.#o.clock.now() >= options.until) || options.yield?.aborted === true;
+      if (due) summary.yielded = true;
+      return due;
+    };
     try {
-      await this.#runPlan(plan, summary);
+      await this.#runPlan(plan, summary, yieldNow);
     } catch (error) {
       // Told safely: a database error's message would list the ticket's content (see DatabaseError).
       const e = safeError(error);
@@ -176,9 +197,10 @@ export class SyncEngine {
     return summary;
   }
 
-  async #runPlan(plan: Plan, summary: PassSummary): Promise<void> {
+  async #runPlan(plan: Plan, summary: PassSummary, yieldNow: () => boolean): Promise<void> {
     const polled = new Set<ListName>();
     for (const list of plan.polls) {
+      if (yieldNow()) return;
       if (await this.#poll(list, summary)) polled.add(list);
     }
     if (plan.sweep && LIST_NAMES.every((l) => polled.has(l))) {
@@ -202,7 +224,7 @@ export class SyncEngine {
     let stop: Error | null = null;
     let next = 0;
     const worker = async () => {
-      while (!stop && next < jobs.length) {
+      while (!stop && next < jobs.length && !yieldNow()) {
         const [id, kind] = jobs[next++]!;
         try {
           await this.#fetchDetail(id, kind, summary);

@@ -31,6 +31,11 @@ export interface PassSummary {
   errors: string[];
   /** Why the pass ended early, or null when it ran its plan to the end. */
   stoppedBy: PassStop | null;
+  /**
+   * It stopped starting requests before its plan was done because it was asked to make room (SyncEngine.pass's
+   * `until` or `yield`): not a failure, and `stoppedBy` stays null unless something else ended it. @default false
+   */
+  yielded?: boolean;
   /** The error that ended it early, for a caller that explains it (the CLI's `sync`); told safely, as in `errors`. */
   stopError?: Error;
 }

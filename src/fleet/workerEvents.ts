@@ -1,0 +1,40 @@
+import type { LedgerEntry } from '../api/client.ts';
+import type { PassSummary } from '../sync/events.ts';
+import type { SkipReason } from './accountJob.ts';
+import type { EnsureResult } from './jobQueue.ts';
+import type { Outcome } from './passOutcome.ts';
+
+/**
+ * What a fleet worker tells the world, per account: logs, the metrics and the status page subscribe (typed, as the
+ * engine's SyncEvents). Account names are `^[a-z][a-z0-9_]{0,39}$`: safe as label values.
+ */
+export interface FleetWorkerEventMap {
+  /** A job was fetched and starts: `lateMs` after the instant it was due (its successor's startAfter). */
+  'job:started': [{ account: string; jobId: string; lateMs: number; retryCount: number; manual: boolean }];
+  /** A job ended without a pass (see SkipReason). */
+  'job:skipped': [{ account: string; jobId: string; reason: SkipReason }];
+  /** A pass ended and its outcome was recorded (the same as the account's row now says). */
+  'pass:finished': [FleetPassReport];
+  /** One request of an account's engine, whatever its outcome (what its ledger records). */
+  'request:sent': [{ account: string; entry: LedgerEntry }];
+  /** A chain of passes was started or hurried: by the reconciler, an operator's announcement, or a reply inserted. */
+  'chain:woken': [{ account: string; via: 'reconcile' | 'announce' | 'reply'; result: EnsureResult }];
+}
+
+export interface FleetPassReport {
+  account: string;
+  worker: string;
+  jobId: string;
+  /** When the job started and ended (epoch ms, the worker's clock). */
+  startedAt: number;
+  finishedAt: number;
+  /** The engine's summary; null when no pass ran (the token did not open, the database failed). */
+  summary: PassSummary | null;
+  outcome: Outcome;
+  /** When the account's next job is due. */
+  nextPassAt: number;
+  /** The worker was stopping: the account was handed back, due at once. */
+  handedBack: boolean;
+  /** Cut off by the loss of the account's lock or a hard stop. */
+  interrupted: boolean;
+}
