@@ -13,6 +13,10 @@ const REPORT = ['REPORT_TIMEZONE', 'REPORT_BUSINESS_HOURS', 'REPORT_SLA_FIRST_RE
 const API = ['TICKETS_API_URL', 'TICKETS_API_TOKEN', 'TICKETS_API_TOKEN_FILE', 'API_MAX_RESPONSE_BYTES'];
 const BUDGET = ['API_DAILY_LIMIT', 'API_MINUTE_LIMIT', 'API_RESERVE'];
 const SERVERS = ['PGLITE_PORT', 'PGLITE_PASSWORD', 'HTTP_PORT', 'HTTP_HOST'];
+/** The fleet's commands: PostgreSQL only, the control schema, and the key of the sealed tokens where one is sealed. */
+const FLEET = ['DATABASE_URL', 'FLEET_SCHEMA'];
+const NOT_FLEET = 'no DATABASE_URL (the embedded database cannot hold a fleet)';
+const NO_ACCOUNT = 'no account of that name; the database unreachable';
 
 const CONFIG = 'bad or missing configuration (every problem at once)';
 const HELD = 'the database unreachable, or the embedded one held by another process (the daemon: see the message)';
@@ -98,11 +102,74 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     ],
   },
   'grant-reader': {
-    env: [...DATABASE, ...REPORT, ...LOG],
+    env: [...DATABASE, 'FLEET_SCHEMA', ...REPORT, ...LOG],
     exits: [
-      [0, 'the role can log in and read'],
-      [1, 'the database unreachable'],
+      [0, "the role can log in and read (with --account: that account's schema only)"],
+      [1, 'the database unreachable; with --account, no account of that name'],
       [2, `on the embedded database (PGlite has no roles); ${CONFIG}`],
+    ],
+  },
+  accounts: {
+    env: [...FLEET, 'FLEET_KEY', ...LOG],
+    exits: [
+      [0, 'done'],
+      [1, `${NO_ACCOUNT}; a name or schema taken`],
+      [2, `${NOT_FLEET}; no FLEET_KEY where a token is sealed; a bad name, URL, limit or token source; ${CONFIG}`],
+    ],
+  },
+  'accounts add': {
+    env: [...FLEET, 'FLEET_KEY', ...LOG],
+    exits: [
+      [0, 'added (paused with --paused)'],
+      [1, 'the name, or the schema, is taken already; the database unreachable'],
+      [2, `${NOT_FLEET}; FLEET_KEY not set; a bad name, --api-url, limit or schema; not exactly one token source, or an empty or unreadable token; ${CONFIG}`],
+    ],
+  },
+  'accounts list': {
+    env: [...FLEET, 'FLEET_KEY', ...LOG],
+    exits: [
+      [0, 'listed (with FLEET_KEY set, a token sealed with another key is marked)'],
+      [1, 'the database unreachable'],
+      [2, `${NOT_FLEET}; ${CONFIG}`],
+    ],
+  },
+  'accounts pause': {
+    env: [...FLEET, ...LOG],
+    exits: [
+      [0, 'paused, or paused already'],
+      [1, NO_ACCOUNT],
+      [2, `${NOT_FLEET}; a bad name; ${CONFIG}`],
+    ],
+  },
+  'accounts resume': {
+    env: [...FLEET, ...LOG],
+    exits: [
+      [0, 'resumed, or not paused'],
+      [1, NO_ACCOUNT],
+      [2, `${NOT_FLEET}; a bad name; ${CONFIG}`],
+    ],
+  },
+  'accounts remove': {
+    env: [...FLEET, ...LOG],
+    exits: [
+      [0, 'removed (with --drop-data, its schema dropped too)'],
+      [1, `${NO_ACCOUNT}; with --drop-data, a pass of the account under way`],
+      [2, `${NOT_FLEET}; --drop-data of public or of the fleet's own schema; a bad name; ${CONFIG}`],
+    ],
+  },
+  'accounts seal': {
+    env: ['FLEET_KEY', ...LOG],
+    exits: [
+      [0, "the sealed token printed, as \\x… for '\\x…'::bytea"],
+      [2, `FLEET_KEY not set; a bad name; an empty token on stdin; ${CONFIG}`],
+    ],
+  },
+  'accounts rekey': {
+    env: [...FLEET, 'FLEET_KEY', ...LOG],
+    exits: [
+      [0, 'every token sealed with FLEET_KEY now'],
+      [1, 'a token that opens with neither key (nothing changed); the database unreachable'],
+      [2, `${NOT_FLEET}; FLEET_KEY not set; --old-key-env not naming a key; ${CONFIG}`],
     ],
   },
   simulator: {
@@ -134,11 +201,15 @@ export function helpText(name: string): string | null {
   return `\n${env}\nExit codes:\n${exits}\n`;
 }
 
-/** Adds the table's text to the `--help` of each command it knows. */
+/** Adds the table's text to the `--help` of each command it knows, and of each subcommand as `parent sub`. */
 export function addCommandHelp(program: Command): void {
   for (const command of program.commands) {
     const text = helpText(command.name());
     if (text) command.addHelpText('after', text);
+    for (const sub of command.commands) {
+      const subText = helpText(`${command.name()} ${sub.name()}`);
+      if (subText) sub.addHelpText('after', subText);
+    }
   }
 }
 

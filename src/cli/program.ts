@@ -4,6 +4,7 @@ import { ConfigError, coerceError } from '../errors.ts';
 import { withoutControlCharacters } from '../logger.ts';
 import { VERSION } from '../version.ts';
 import { addCommandHelp } from './commandHelp.ts';
+import type { AddOptions } from './commands/accounts.ts';
 import { commandContext, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
 import { explainFailure, type FailureSettings } from './explainFailure.ts';
@@ -124,10 +125,13 @@ export function buildProgram(): Command {
     .command('grant-reader')
     .description('create (if missing) a login role that may read every table and view and insert into reply_outbox')
     .argument('<role>', 'role name: a lower-case SQL identifier')
-    .action(async (role: string) => {
+    .option('--account <name>', "a fleet account's schema instead of DB_SCHEMA (and nothing of the fleet's own schema)")
+    .action(async (role: string, options: { account?: string }) => {
       const { grantReaderCommand } = await import('./commands/grantReader.ts');
-      await grantReaderCommand(commandContext(), role);
+      await grantReaderCommand(commandContext(), role, options);
     });
+
+  addAccountsCommand(program);
 
   program
     .command('simulator')
@@ -150,6 +154,77 @@ export function buildProgram(): Command {
 
   addCommandHelp(program);
   return program;
+}
+
+/**
+ * `accounts add|list|pause|resume|remove|seal|rekey`: the fleet's accounts (cli/commands/accounts.ts). There is no option
+ * that takes a token as its value: a command line is visible to every user of the machine and kept in shell history,
+ * so the token comes from stdin, a file, or a variable named here.
+ */
+function addAccountsCommand(program: Command): void {
+  const accounts = program
+    .command('accounts')
+    .description("a fleet's accounts (DATABASE_URL, FLEET_SCHEMA): add, list, pause, resume, remove; seal a token for SQL")
+    .configureHelp({ subcommandTerm: (c) => `${c.name()} ${c.usage()}` });
+  const load = () => import('./commands/accounts.ts');
+
+  accounts
+    .command('add')
+    .description('add an account; its token is read from stdin, a file or a variable (never an argument) and sealed with FLEET_KEY')
+    .argument('<name>', 'lower-case letters, digits and _, starting with a letter, at most 40')
+    .requiredOption('--api-url <url>', "the helpdesk's base URL, as TICKETS_API_URL")
+    .option('--token-stdin', 'read the token from standard input (typed without echo on a terminal)')
+    .option('--token-file <path>', 'read the token from a file')
+    .option('--token-env <var>', 'read the token from the environment variable VAR, now')
+    .option('--daily-limit <n>', 'requests per rolling 24 h (as API_DAILY_LIMIT)')
+    .option('--minute-limit <n>', 'requests per minute (as API_MINUTE_LIMIT)')
+    .option('--reserve <f>', 'fraction of both limits left unused, 0 to 0.9 (as API_RESERVE)')
+    .option('--schema <s>', "the schema of the account's mirror (default tm_<name>; public adopts a single-account mirror)")
+    .option('--paused', 'add it paused (accounts resume starts it)')
+    .addHelpText(
+      'after',
+      '\nThe token is never an argument, and no option takes it as its value: a command line is visible to every user of\n' +
+        'the machine (ps, /proc) and kept in shell history. It is sealed at once (AES-256-GCM, FLEET_KEY) and stored sealed.\n' +
+        'Example: ticket-mirror accounts add acme --api-url https://acme.example.com --token-file /run/secrets/acme\n',
+    )
+    .action(async (name: string, options: AddOptions) => (await load()).accountsAdd(commandContext(), name, options));
+
+  accounts
+    .command('list')
+    .description('the accounts, their state, limits and the key id their token is sealed with (never the token)')
+    .option('--json', 'print JSON instead of text')
+    .action(async (options: { json?: boolean }) => (await load()).accountsList(commandContext(), options));
+
+  accounts
+    .command('pause')
+    .description('pause an account: no request is sent for it until it is resumed')
+    .argument('<name>', 'the account')
+    .action(async (name: string) => (await load()).accountsPause(commandContext(), name));
+
+  accounts
+    .command('resume')
+    .description('resume a paused account')
+    .argument('<name>', 'the account')
+    .action(async (name: string) => (await load()).accountsResume(commandContext(), name));
+
+  accounts
+    .command('remove')
+    .description("remove an account; its mirror's schema stays unless --drop-data")
+    .argument('<name>', 'the account')
+    .option('--drop-data', "also drop the account's schema and every table in it (never public)")
+    .action(async (name: string, options: { dropData?: boolean }) => (await load()).accountsRemove(commandContext(), name, options));
+
+  accounts
+    .command('seal')
+    .description("seal a token from standard input for account NAME, printed as \\x… for '\\x…'::bytea in an SQL insert")
+    .argument('<name>', 'the account the token is for (it opens for that name only)')
+    .action(async (name: string) => (await load()).accountsSeal(commandContext(), name));
+
+  accounts
+    .command('rekey')
+    .description('seal every token again with FLEET_KEY, opening them with the previous key from the variable VAR')
+    .requiredOption('--old-key-env <var>', 'the environment variable holding the previous FLEET_KEY')
+    .action(async (options: { oldKeyEnv: string }) => (await load()).accountsRekey(commandContext(), options));
 }
 
 /**

@@ -46,14 +46,14 @@ const optionalText = z
   .transform((v) => (v === '' ? undefined : v))
   .optional();
 
+/** An API base URL: TICKETS_API_URL's rule, and a fleet account's `--api-url` (see parseApiUrl). */
+const apiUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://helpdesk.example.com' })
+  .transform((u) => u.replace(/\/+$/, ''));
+
 const EnvSchema = z.object({
   /** The service's base URL; requests go to `${TICKETS_API_URL}/api/v1/...`. Required for run, sync and reply. */
-  TICKETS_API_URL: optionalText.pipe(
-    z
-      .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://helpdesk.example.com' })
-      .transform((u) => u.replace(/\/+$/, ''))
-      .optional(),
-  ),
+  TICKETS_API_URL: optionalText.pipe(apiUrl.optional()),
   /** Bearer token. */
   TICKETS_API_TOKEN: optionalText,
   /** A file holding the token (container secrets). */
@@ -228,6 +228,18 @@ function apiBase(url: string | undefined): { url: string | undefined; note?: str
   return { url: base, note: `TICKETS_API_URL ends in /api/v1, which ticket-mirror adds to every request itself: using ${maskSecrets(base)}` };
 }
 
+/**
+ * A base URL given elsewhere than TICKETS_API_URL (a fleet account's `--api-url`, named by `label`), checked and
+ * normalised by the same rules: http(s) only, no trailing slash, a trailing /api/v1 taken off with a note. Throws a
+ * ConfigError naming `label`, with any password in the URL masked.
+ */
+export function parseApiUrl(value: string, label: string): { url: string; note?: string } {
+  const parsed = apiUrl.safeParse(value.trim());
+  if (!parsed.success) throw new ConfigError([`${label}=${JSON.stringify(maskSecrets(value))} ${parsed.error.issues[0]!.message}`]);
+  const base = apiBase(parsed.data);
+  return { url: base.url!, ...(base.note ? { note: base.note.replace('TICKETS_API_URL', label) } : {}) };
+}
+
 export interface ApiConfig {
   readonly apiUrl: string;
   readonly apiToken: string;
@@ -280,13 +292,13 @@ export function maskSecrets(value: string): string {
  * Warnings about a configuration that works but is unsafe, each naming its variable; the composition root logs them
  * when it starts. An `http://` API URL to anything but this machine sends the token in clear text.
  */
-export function configWarnings(config: Pick<Config, 'apiUrl'>): string[] {
+export function configWarnings(config: Pick<Config, 'apiUrl'>, label = 'TICKETS_API_URL'): string[] {
   const warnings: string[] = [];
   if (config.apiUrl) {
     const url = new URL(config.apiUrl);
     if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
       warnings.push(
-        `TICKETS_API_URL=${url.origin} is plain http:// to another machine: the bearer token crosses the network in clear text; use https://`,
+        `${label}=${url.origin} is plain http:// to another machine: the bearer token crosses the network in clear text; use https://`,
       );
     }
   }

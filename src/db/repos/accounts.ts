@@ -206,6 +206,22 @@ export async function dropAccountSchema(tx: Tx, schema: string): Promise<void> {
   await tx.execute(sql.raw(`drop schema if exists "${schema}" cascade`));
 }
 
+/** Whether a schema of that name exists (an account added with one holds a mirror already: adopted). */
+export async function schemaExists(tx: Tx, schema: string): Promise<boolean> {
+  const [row] = await queryRows<{ found: boolean }>(tx, sql`select exists (select 1 from pg_namespace where nspname = ${schema}) as found`);
+  return row!.found;
+}
+
+/**
+ * Takes, until the transaction ends, the lock that a pass of the account's mirror holds for its whole length
+ * (`ticket-mirror:sync:<schema>`, the session lock of daemon/leader.ts that `run` and a fleet worker take); false when a
+ * pass holds it now. While it is held here no pass can start: what the transaction does to the schema is not raced.
+ */
+export async function tryLockAccountSchema(tx: Tx, schema: string): Promise<boolean> {
+  const [row] = await queryRows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(hashtext(${`ticket-mirror:sync:${schema}`})) as locked`);
+  return row!.locked;
+}
+
 /** The channel on which an account that may be synced now (added, resumed) is announced, its name as the payload. */
 export const FLEET_CHANNEL = 'ticket_mirror_fleet';
 
