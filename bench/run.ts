@@ -23,6 +23,7 @@ import { HOUR_MS, MINUTE_MS } from '../src/time.ts';
  *
  *   --workload a,b   only these workloads (small, standard, large, abundant; default all); the file keeps the others'
  *   --quick          one day, a tenth of the data: about a minute (writes bench/tmp/results.json and the charts only)
+ *   --correlated     mutations follow one another on the same ticket (see Workload.correlated); writes to bench/tmp
  *   --jobs N         strategies run in parallel, one process each (default 2: the machine's cores)
  *   --every-tick     run ticket-mirror's pass on every 15 s tick, idle or not (slow; the results must not change)
  *   --skip-cost      leave out the local-cost part
@@ -37,6 +38,7 @@ const { values: opts } = parseArgs({
   options: {
     workload: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    correlated: { type: 'boolean', default: false },
     jobs: { type: 'string', default: '2' },
     'every-tick': { type: 'boolean', default: false },
     'skip-cost': { type: 'boolean', default: false },
@@ -48,7 +50,7 @@ const { values: opts } = parseArgs({
   },
 });
 
-const outDir = opts.out ?? (opts.quick ? join(HERE, 'tmp') : HERE);
+const outDir = opts.out ?? (opts.quick || opts.correlated ? join(HERE, 'tmp') : HERE);
 const runsDir = opts.runs ?? join(HERE, 'tmp');
 
 if (opts.render) {
@@ -59,7 +61,7 @@ if (opts.render) {
 
 const started = performance.now();
 const wanted = opts.workload ? opts.workload.split(',').map((n) => n.trim()) : (Object.keys(WORKLOADS) as WorkloadName[]);
-const workloads = wanted.map((n) => workloadNamed(n, opts.quick));
+const workloads = wanted.map((n) => ({ ...workloadNamed(n, opts.quick), ...(opts.correlated ? { correlated: true } : {}) }));
 const postgresUrl = await findPostgres();
 log(`database: ${postgresUrl ? 'PostgreSQL' : 'PGlite (no PostgreSQL answered)'}; workloads: ${workloads.map((w) => `${w.name} (${w.days} d)`).join(', ')}`);
 
@@ -72,7 +74,7 @@ const localCost = opts['skip-cost'] ? null : await measureLocalCost(opts.quick ?
 
 // 3. Output. A quick run is a smoke test: its files go to bench/tmp (not kept), so that it never replaces real results.
 // A run of some workloads keeps the others' entries (and the local cost when it was skipped) from the file it updates.
-const previous = readPrevious(join(outDir, 'results.json'), opts.quick ? 'quick' : 'full');
+const previous = opts.correlated ? null : readPrevious(join(outDir, 'results.json'), opts.quick ? 'quick' : 'full');
 const file: BenchFile = {
   mode: opts.quick ? 'quick' : 'full',
   database: postgresUrl ? 'postgres' : 'pglite',
@@ -84,7 +86,7 @@ const file: BenchFile = {
   wallSeconds: (performance.now() - started) / 1000,
 };
 file.localCostTargets = localCostTargets(file.localCost);
-publish(file, outDir, !opts.quick && !opts.out);
+publish(file, outDir, !opts.quick && !opts.correlated && !opts.out);
 
 async function benchWorkload(workload: Workload): Promise<WorkloadResult> {
   const t0 = performance.now();
@@ -151,7 +153,7 @@ function publish(f: BenchFile, dir: string, readme: boolean): void {
 /** One strategy's run in a child process; its raw record (every change and request) is kept in bench/tmp. */
 async function runStrategy(workload: Workload, name: StrategyName): Promise<VirtualRun> {
   mkdirSync(runsDir, { recursive: true });
-  const out = join(runsDir, `${workload.name}${workload.quick ? '-quick' : ''}-${name}.run.json`);
+  const out = join(runsDir, `${workload.name}${workload.quick ? '-quick' : ''}${workload.correlated ? '-correlated' : ''}-${name}.run.json`);
   if (opts.reuse && existsSync(out)) return JSON.parse(readFileSync(out, 'utf8')) as VirtualRun;
   rmSync(out, { force: true });
   const args = [
@@ -159,6 +161,7 @@ async function runStrategy(workload: Workload, name: StrategyName): Promise<Virt
     name,
     out,
     ...(workload.quick ? ['--quick'] : []),
+    ...(workload.correlated ? ['--correlated'] : []),
     ...(postgresUrl ? ['--pg', postgresUrl] : []),
     ...(opts['every-tick'] ? ['--every-tick'] : []),
   ];

@@ -64,7 +64,7 @@ export async function runVirtual(w: Workload, name: StrategyName, make: Strategy
   try {
     const recorder = new ChangeRecorder(sim.model);
     const tracker = new LagTracker(recorder.initialIds);
-    const driver = createActivityDriver(sim.model, { seed: w.activitySeed, ratesPerDay: w.ratesPerDay });
+    const driver = createActivityDriver(sim.model, { seed: w.activitySeed, ratesPerDay: w.ratesPerDay, correlated: w.correlated ?? false });
     const requestsPerDay: Array<Record<string, number>> = Array.from({ length: Math.ceil(w.days) }, () => ({}));
     const end = runEnd(w);
     const observer: Observer = {

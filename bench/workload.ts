@@ -29,6 +29,11 @@ export interface Workload {
   /** Hours of further quiet in which the mirror is checked hourly until exact. @default MAX_QUIET_HOURS (48) */
   quietCheckHours?: number;
   limits: BudgetLimits;
+  /**
+   * Mutations follow one another on the same ticket (bursts of messages, replies after inbound messages, priorities
+   * after assignments: the activity driver's `correlated`) instead of picking tickets at random. `--correlated`.
+   */
+  correlated?: boolean;
 }
 
 const MONDAY = Date.UTC(2026, 0, 5, 0, 0, 0);

@@ -41,7 +41,25 @@ export interface ActivityOptions {
   seed?: number;
   /** Overrides of DEFAULT_RATES_PER_DAY; 0 turns a kind off. */
   ratesPerDay?: Partial<ActivityRates>;
+  /**
+   * Mutations that follow one another on the same ticket, as in a real helpdesk (see `FOLLOWS`), instead of each
+   * picking an open ticket at random. @default false: the arrivals, their kinds and the dataset are the same either way
+   */
+  correlated?: boolean;
 }
+
+/**
+ * How often a mutation lands on a ticket that was just active rather than on a random one (`correlated`): a customer
+ * who just wrote writes again (messages come in bursts), another agent answers a message that just came in, and a
+ * priority is set on a ticket that was just assigned. Each picks among the last `RECENT` tickets that saw what it
+ * follows, most recent first and still open.
+ */
+const FOLLOWS: Partial<Record<ActivityOp, { after: ActivityOp; chance: number }>> = {
+  inboundMessage: { after: 'inboundMessage', chance: 0.5 },
+  agentReply: { after: 'inboundMessage', chance: 0.7 },
+  setPriority: { after: 'assign', chance: 0.7 },
+};
+const RECENT = 8;
 
 export interface AppliedMutation {
   op: ActivityOp;
@@ -77,6 +95,7 @@ export function createActivityDriver(model: SimulatorModel, opts: ActivityOption
   const rng = new Random(opts.seed ?? 1);
   const rates: ActivityRates = { ...DEFAULT_RATES_PER_DAY, ...opts.ratesPerDay };
   const ops = Object.keys(rates) as ActivityOp[];
+  const recent = new Map<ActivityOp, string[]>();
 
   return {
     step(fromMs, toMs) {
@@ -84,8 +103,9 @@ export function createActivityDriver(model: SimulatorModel, opts: ActivityOption
       arrivals.sort((a, b) => a.at - b.at);
       const applied: AppliedMutation[] = [];
       for (const { op, at } of arrivals) {
-        const ticketId = apply(model, rng, op);
+        const ticketId = apply(model, rng, op, opts.correlated ? followed(model, rng, op, recent) : undefined);
         if (ticketId !== undefined) applied.push({ op, ticketId, scheduledAt: at, appliedAt: model.clock.now() });
+        if (ticketId !== undefined && opts.correlated) recent.set(op, [ticketId, ...(recent.get(op) ?? []).filter((id) => id !== ticketId)].slice(0, RECENT));
       }
       return applied;
     },
@@ -109,8 +129,19 @@ function arrivalTimes(rng: Random, perWeekday: number, fromMs: number, toMs: num
   return times;
 }
 
-/** Applies one mutation to a fitting random ticket; returns its id, or undefined when none fits. */
-function apply(model: SimulatorModel, rng: Random, op: ActivityOp): string | undefined {
+/** The ticket a correlated mutation follows up on (see FOLLOWS), or undefined: a random one, then. */
+function followed(model: SimulatorModel, rng: Random, op: ActivityOp, recent: ReadonlyMap<ActivityOp, string[]>): string | undefined {
+  const rule = FOLLOWS[op];
+  if (!rule || !rng.chance(rule.chance)) return undefined;
+  const open = new Set(model.listOpen().map((t) => t.id));
+  const candidates = (recent.get(rule.after) ?? []).filter((id) => open.has(id));
+  // Most recent first: the i-th with weight 2^−i.
+  for (const id of candidates) if (rng.chance(0.5)) return id;
+  return candidates[0];
+}
+
+/** Applies one mutation to a fitting random ticket (or to `target`); returns its id, or undefined when none fits. */
+function apply(model: SimulatorModel, rng: Random, op: ActivityOp, target?: string): string | undefined {
   if (op === 'newTicket') return model.newTicket().id;
   // Reopened tickets are recent ones: among the newest resolved.
   const pool: readonly Readonly<TicketListItem>[] =
@@ -120,7 +151,7 @@ function apply(model: SimulatorModel, rng: Random, op: ActivityOp): string | und
         ? model.listResolved()
         : model.listOpen();
   if (pool.length === 0) return undefined;
-  const id = rng.pick(pool).id;
+  const id = target ?? rng.pick(pool).id;
   switch (op) {
     case 'inboundMessage':
       model.inboundMessage(id);
