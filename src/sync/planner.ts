@@ -192,9 +192,10 @@ export function planPass(input: PlannerInput): Plan {
   // as go first in a pass, below): a detail a list asked for is the cheapest freshness there is, and in a window that
   // background keeps full it would otherwise wait for the next slot to free.
   const dueReserve = Math.ceil((fullHour[0]?.details ?? 0) * keep) + 1;
-  const backgroundMay = Math.floor(
-    Math.max(0, Math.min(room, headroom(dailyLeft, input.history.freeing, liveDemand, sweepCost) - dueReserve, hourCap, paceCap)),
-  );
+  const unpaced = Math.min(room, headroom(dailyLeft, input.history.freeing, liveDemand, sweepCost) - dueReserve, hourCap);
+  const backgroundMay = Math.floor(Math.max(0, Math.min(unpaced, paceCap)));
+  // Only the pace holds background back: an idle plan wakes when it lets the next request go.
+  const paceBinds = pace !== null && unpaced >= 1 && paceCap < 1;
   // Details a list asked for go first, as many as the hour's forecast brings (and one more): the list showed a change,
   // background only guesses. Of the room beyond those — a busy day's backlog — background keeps its share, rounded
   // down: never starved by a busy day, whatever the ledger says (its kinds are not needed). That backlog is beyond
@@ -230,7 +231,7 @@ export function planPass(input: PlannerInput): Plan {
       pollBudget: Math.round(pollBudget),
     },
     wakeAt: idle
-      ? wakeAt(input, sweepMinutes, revalidateMinAgeMs, revalidatable && pace !== null ? pace.slotAt(input.history.sentThisHour + 1) : null)
+      ? wakeAt(input, sweepMinutes, revalidateMinAgeMs, revalidatable && paceBinds ? pace.slotAt(input.history.sentThisHour + polls.length + 1) : null)
       : now,
   };
 }
