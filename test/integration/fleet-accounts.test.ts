@@ -97,7 +97,7 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
         tx.execute(sql.raw(`insert into accounts (${Object.keys(v).join(', ')}) values (${Object.values(v).join(', ')})`)),
       );
     };
-    for (const bad of [
+    const bads: Array<Record<string, string>> = [
       { name: `'Acme'` },
       { name: `'1acme'` },
       { name: `'acme-co'` },
@@ -112,7 +112,8 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
       { reserve: '1' },
       { reserve: '-0.1' },
       { state: `'sleeping'` },
-    ]) {
+    ];
+    for (const bad of bads) {
       expect({ bad, state: await sqlState(row(bad)) }).toEqual({ bad, state: '23514' });
     }
     expect(await sqlState(row({ name: `'${'a'.repeat(40)}'`, schema_name: `'tm_long${suffix}'` }))).toBe('no error');
