@@ -139,7 +139,8 @@ export function buildProgram(): Command {
     .option('--port <n>', 'port of the API', portNumber, 8080)
     .option('--seed <s>', 'seed of the generated data', integer, 1)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .action(async (options: { port: number; seed: number; host: string }) => {
+    .option('--accounts <n>', 'serve N accounts, tokens sim-token-1 … sim-token-N, each its own data and limits', integer)
+    .action(async (options: { port: number; seed: number; host: string; accounts?: number }) => {
       const { runSimulatorCommand } = await import('../simulator/cli.ts');
       await runSimulatorCommand(options);
     });

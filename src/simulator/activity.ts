@@ -112,6 +112,51 @@ export function createActivityDriver(model: SimulatorModel, opts: ActivityOption
   };
 }
 
+/** An account the fleet driver can drive: its model is built on first use, so driving an account builds it. */
+export interface ActivityAccount {
+  readonly ordinal: number;
+  readonly model: SimulatorModel;
+}
+
+export interface FleetActivityOptions extends ActivityOptions {
+  /** Which accounts to drive: `() => sim.accounts()` for all (accounts added later included), or a fixed subset. */
+  accounts: () => Iterable<ActivityAccount>;
+}
+
+export interface FleetMutation extends AppliedMutation {
+  /** The ordinal of the account it was applied to. */
+  account: number;
+}
+
+export interface FleetActivityDriver {
+  /** `ActivityDriver.step` for each account, in the order `accounts` gives them. */
+  step(fromMs: number, toMs: number): FleetMutation[];
+}
+
+/**
+ * Everyday life in many accounts at once: one driver per account (created on the account's first step), each with
+ * the same rates and its own arrival process, seeded by `seed` and the account's ordinal — so an account's activity
+ * does not depend on which other accounts are driven.
+ */
+export function createFleetActivityDriver(opts: FleetActivityOptions): FleetActivityDriver {
+  const drivers = new WeakMap<ActivityAccount, ActivityDriver>();
+  const base = opts.seed ?? 1;
+  return {
+    step(fromMs, toMs) {
+      const applied: FleetMutation[] = [];
+      for (const account of opts.accounts()) {
+        let driver = drivers.get(account);
+        if (!driver) {
+          driver = createActivityDriver(account.model, { seed: base * 1_000_003 + account.ordinal, ratesPerDay: opts.ratesPerDay });
+          drivers.set(account, driver);
+        }
+        for (const m of driver.step(fromMs, toMs)) applied.push({ ...m, account: account.ordinal });
+      }
+      return applied;
+    },
+  };
+}
+
 /** Arrival instants in [fromMs, toMs): exponential gaps, hour by hour, since the intensity changes by the hour. */
 function arrivalTimes(rng: Random, perWeekday: number, fromMs: number, toMs: number): number[] {
   const times: number[] = [];

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ManualClock, type Clock } from '../clock.ts';
-import type { RequestLogEntry } from './api.ts';
-import { FAULT_KINDS, type FaultInjector, type FaultSpec, type ScriptedAnswer } from './faults.ts';
+import type { AccountRegistry, AccountSpec, SimulatorAccount } from './accounts.ts';
+import { FAULT_KINDS, type FaultSpec, type ScriptedAnswer } from './faults.ts';
 import { jsonAnswer, readBody, type Answer } from './http.ts';
 import { UnknownTicketError, type SimulatorModel } from './model.ts';
 
@@ -15,7 +15,15 @@ import { UnknownTicketError, type SimulatorModel } from './model.ts';
  *   `{status, headers, body}`; `afterApplication: true`) → 204;
  *   `DELETE /__sim/faults` → 204, all cleared
  * - `POST /__sim/clock` `{ "advanceMs": 60000 }` → `{ "now": ms }`; 409 unless the clock is a ManualClock
+ *
+ * Many accounts: `mutate`, `truth`, `log` and `faults` act on the account whose token the header `x-sim-account`
+ * carries (without it, the first account; an unknown token → 404). The clock is the simulator's, shared by all.
+ * - `GET /__sim/accounts` → every account's ordinal, seed, sizes, limits and whether it is built (no tokens)
+ * - `POST /__sim/accounts` an AccountSpec `{ "token": "…", "seed": 7, … }`, or `{ "accounts": [spec, …] }` (all or
+ *   none) → 201 with their summaries
  */
+
+const ACCOUNT_HEADER = 'x-sim-account';
 
 export const ADMIN_PREFIX = '/__sim/';
 
@@ -37,37 +45,76 @@ const MUTATIONS = [
 type Mutation = (typeof MUTATIONS)[number];
 
 export interface AdminContext {
-  model: SimulatorModel;
   clock: Clock;
-  faults: FaultInjector;
-  log: readonly RequestLogEntry[];
+  accounts: AccountRegistry;
 }
 
 export async function adminAnswer(ctx: AdminContext, req: IncomingMessage): Promise<Answer> {
   const route = `${req.method} ${new URL(req.url ?? '/', 'http://sim.invalid').pathname}`;
   try {
+    const account = (): SimulatorAccount => selectAccount(ctx.accounts, req);
     switch (route) {
       case 'GET /__sim/truth':
-        return jsonAnswer(200, ctx.model.groundTruth());
+        return jsonAnswer(200, account().model.groundTruth());
       case 'GET /__sim/log':
-        return jsonAnswer(200, ctx.log);
+        return jsonAnswer(200, account().log);
       case 'POST /__sim/mutate':
-        return mutate(ctx.model, await jsonBody(req));
+        return mutate(account().model, await jsonBody(req));
       case 'POST /__sim/faults':
-        ctx.faults.inject(faultSpec(await jsonBody(req)));
+        account().faults.inject(faultSpec(await jsonBody(req)));
         return noContent();
       case 'DELETE /__sim/faults':
-        ctx.faults.clear();
+        account().faults.clear();
         return noContent();
       case 'POST /__sim/clock':
         return advanceClock(ctx.clock, await jsonBody(req));
+      case 'GET /__sim/accounts':
+        return jsonAnswer(200, ctx.accounts.all().map((a) => a.summary()));
+      case 'POST /__sim/accounts':
+        return addAccounts(ctx.accounts, await jsonBody(req));
       default:
         return jsonAnswer(404, { error: `no simulator control route ${route}` });
     }
   } catch (error) {
-    if (error instanceof UnknownTicketError) return jsonAnswer(404, { error: error.message });
+    if (error instanceof UnknownTicketError || error instanceof UnknownAccountError) {
+      return jsonAnswer(404, { error: error.message });
+    }
     return jsonAnswer(400, { error: error instanceof Error ? error.message : String(error) });
   }
+}
+
+class UnknownAccountError extends Error {
+  override name = 'UnknownAccountError';
+}
+
+/** The account `x-sim-account` names; the first one without the header. */
+function selectAccount(accounts: AccountRegistry, req: IncomingMessage): SimulatorAccount {
+  const token = req.headers[ACCOUNT_HEADER];
+  if (token === undefined) return accounts.first();
+  const account = typeof token === 'string' ? accounts.get(token) : undefined;
+  if (!account) throw new UnknownAccountError(`no simulator account has the token given in ${ACCOUNT_HEADER}`);
+  return account;
+}
+
+function addAccounts(accounts: AccountRegistry, body: Record<string, unknown>): Answer {
+  const specs = body.accounts === undefined ? [body] : body.accounts;
+  if (!Array.isArray(specs)) throw new TypeError('accounts must be an array of accounts');
+  const fields = ['token', 'seed', 'openTickets', 'resolvedTickets', 'dailyLimit', 'minuteLimit'] as const;
+  const checked = specs.map((spec: unknown): AccountSpec => {
+    if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new TypeError('an account must be an object');
+    const s = spec as Record<string, unknown>;
+    const unknown = Object.keys(s).filter((key) => !(fields as readonly string[]).includes(key));
+    if (unknown.length > 0) throw new TypeError(`an account has only ${fields.join(', ')}`);
+    return {
+      token: optional(s.token, 'string', 'token') ?? '',
+      seed: optional(s.seed, 'number', 'seed'),
+      openTickets: optional(s.openTickets, 'number', 'openTickets'),
+      resolvedTickets: optional(s.resolvedTickets, 'number', 'resolvedTickets'),
+      dailyLimit: optional(s.dailyLimit, 'number', 'dailyLimit'),
+      minuteLimit: optional(s.minuteLimit, 'number', 'minuteLimit'),
+    };
+  });
+  return jsonAnswer(201, accounts.addAll(checked).map((a) => a.summary()));
 }
 
 function mutate(model: SimulatorModel, body: Record<string, unknown>): Answer {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.ts';
-import type { Fault, FaultInjector } from './faults.ts';
+import type { Fault } from './faults.ts';
 import {
   BodyTooLargeError,
   encodedJsonAnswer,
@@ -30,21 +30,40 @@ export interface RequestLogEntry {
   status: number;
 }
 
+/** Whoever a request is logged for: the account its token names, or the simulator's record of strangers. */
+export interface RequestOwner {
+  record(entry: RequestLogEntry): void;
+  /** The fault queued for the owner's next request to `target`, if any (using it counts it down). */
+  takeFault(target: string): Fault | undefined;
+  /** The per-minute limit the `x-ratelimit-limit` header shows. */
+  readonly minuteLimit: number;
+}
+
+/** An account, as the API origin sees it. */
+export interface ApiAccount extends RequestOwner {
+  readonly token: string;
+  /** Its helpdesk (built on first use). */
+  readonly model: SimulatorModel;
+  readonly limiter: RateLimiter;
+}
+
 export interface ApiContext {
-  model: SimulatorModel;
   clock: Clock;
-  token: string;
-  limiter: RateLimiter;
-  faults: FaultInjector;
-  log: RequestLogEntry[];
+  /** The account a bearer token names; undefined when it names none. */
+  account(token: string | undefined): ApiAccount | undefined;
+  /**
+   * The owner of a request whose token names no account (missing or wrong). A single-account simulator gives its one
+   * account: such requests are in its log and meet its faults, as they always did.
+   */
+  stranger: RequestOwner;
   /** Real-time delay before each answer. */
   latencyMs: number;
 }
 
 /**
  * The API origin. Order of decisions, read once per request at arrival time `now`:
- * log → pick a fault → authenticate → count against the quota → (fault or) throttle → route → answer.
- * Every answer, errors and faults included, carries the rate-limit headers.
+ * whose request (by token) → log → pick a fault → count against the quota → (fault or) throttle → route → answer.
+ * Every answer, errors and faults included, carries the rate-limit headers of the account (or of the stranger).
  */
 export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   // The lists are frozen arrays shared until the next change, so each one is encoded once.
@@ -58,13 +77,14 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
   return async (req, res) => {
     const now = ctx.clock.now();
     const entry: RequestLogEntry = { at: now, method: req.method ?? 'GET', path: req.url ?? '/', status: 0 };
-    ctx.log.push(entry);
-    const fault = ctx.faults.take(entry.path);
-    const user = bearerToken(req) === ctx.token;
+    const account = ctx.account(bearerToken(req));
+    const owner: RequestOwner = account ?? ctx.stranger;
+    owner.record(entry);
+    const fault = owner.takeFault(entry.path);
     // Requests with a bad token are nobody's: they count against no user's quota.
-    const decision = user && fault?.kind !== 'status429' ? ctx.limiter.consume(ctx.token, now) : undefined;
+    const decision = account && fault?.kind !== 'status429' ? account.limiter.consume(account.token, now) : undefined;
     // The service does its work (a reply is stored); what follows takes its answer.
-    if (fault?.afterApplication) await appAnswer(ctx, req, user, decision, now, listBody).catch(() => undefined);
+    if (fault?.afterApplication) await appAnswer(req, account, decision, now, listBody).catch(() => undefined);
     if (fault?.kind === 'reset') {
       req.socket.destroy();
       return;
@@ -76,7 +96,7 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
 
     let answer: Answer;
     try {
-      answer = faultAnswer(req, fault) ?? (await appAnswer(ctx, req, user, decision, now, listBody));
+      answer = faultAnswer(req, fault) ?? (await appAnswer(req, account, decision, now, listBody));
     } catch (error) {
       answer =
         error instanceof BodyTooLargeError
@@ -86,9 +106,9 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
     if (fault?.kind === 'truncated') answer = truncated(answer);
     // A scripted answer is sent as given: whatever sent it is not the service, which adds the rate-limit headers.
     if (fault?.kind !== 'answer') {
-      answer.headers['x-ratelimit-limit'] = String(ctx.limiter.minuteLimit);
+      answer.headers['x-ratelimit-limit'] = String(owner.minuteLimit);
       // Without a counted request (bad token) nothing was used up; an injected 429 claims the minute is spent.
-      const remaining = decision?.remaining ?? (fault?.kind === 'status429' ? 0 : ctx.limiter.minuteLimit);
+      const remaining = decision?.remaining ?? (fault?.kind === 'status429' ? 0 : owner.minuteLimit);
       answer.headers['x-ratelimit-remaining'] = String(remaining);
     }
     entry.status = answer.status;
@@ -97,30 +117,29 @@ export function createApiHandler(ctx: ApiContext): (req: IncomingMessage, res: S
 }
 
 async function appAnswer(
-  ctx: ApiContext,
   req: IncomingMessage,
-  user: boolean,
+  account: ApiAccount | undefined,
   decision: RateDecision | undefined,
   now: number,
   listBody: (items: readonly Readonly<TicketListItem>[]) => string,
 ): Promise<Answer> {
-  if (!user) return errorAnswer(req, 401, 'Unauthenticated.');
+  if (!account) return errorAnswer(req, 401, 'Unauthenticated.');
   if (decision && !decision.allowed) return tooManyAttempts(req, decision.retryAfterSec);
   const route = matchRoute(req.method ?? 'GET', req.url ?? '/');
   switch (route.kind) {
     case 'list':
-      return encodedJsonAnswer(200, listBody(ctx.model.list(route.group)));
+      return encodedJsonAnswer(200, listBody(account.model.list(route.group)));
     case 'detail': {
-      const detail = ctx.model.detail(route.id, now);
+      const detail = account.model.detail(route.id, now);
       return detail ? jsonAnswer(200, detail) : errorAnswer(req, 404, 'Ticket not found.');
     }
     case 'reply': {
       const raw = await readBody(req);
       // As in the service, the ticket is looked up before the body is validated.
-      if (!ctx.model.hasTicket(route.id)) return errorAnswer(req, 404, 'Ticket not found.');
+      if (!account.model.hasTicket(route.id)) return errorAnswer(req, 404, 'Ticket not found.');
       const body = parseReplyBody(raw);
       if (!body.ok) return errorAnswer(req, body.status, body.error);
-      return jsonAnswer(201, ctx.model.reply(route.id, body.message));
+      return jsonAnswer(201, account.model.reply(route.id, body.message));
     }
     case 'wrongMethod': {
       const message =

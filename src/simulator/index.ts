@@ -3,6 +3,7 @@
  * `ticket-mirror simulator` and the benchmark. `startSimulator` is the entry point; the model works without HTTP.
  */
 export { startSimulator, type RunningSimulator, type SimulatorOptions } from './server.ts';
+export { SimulatorAccount, type AccountSpec, type AccountSummary } from './accounts.ts';
 export {
   SimulatorModel,
   UnknownTicketError,
@@ -19,8 +20,13 @@ export { ATTACHMENT_URL_TTL_MS, AttachmentSigner } from './signing.ts';
 export {
   activityWeight,
   createActivityDriver,
+  createFleetActivityDriver,
   DEFAULT_RATES_PER_DAY,
+  type ActivityAccount,
   type ActivityDriver,
+  type FleetActivityDriver,
+  type FleetActivityOptions,
+  type FleetMutation,
   type ActivityOp,
   type ActivityOptions,
   type ActivityRates,

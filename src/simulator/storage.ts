@@ -8,6 +8,7 @@ import type { AttachmentRecord } from './types.ts';
 /**
  * The storage origin: serves `GET /files/{id}/{name}?expires=…&signature=…` while the link is genuine and unexpired
  * (by the injected clock), 403 otherwise, like an object store's presigned URLs. No bearer token, no quota.
+ * Accounts other than a single-account simulator's own have their files under `/a/{ordinal}/files/…`.
  */
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
@@ -25,26 +26,27 @@ const MAGIC: Readonly<Record<string, string>> = {
   jpg: '\xff\xd8\xff\xe0',
 };
 
-const FILES = /^\/files\/([^/]+)\/([^/]+)$/;
+const FILES = /^(?:\/a\/([1-9]\d{0,8}))?\/files\/([^/]+)\/([^/]+)$/;
 
-export function createStorageHandler(
-  model: SimulatorModel,
-  clock: Clock,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => send(res, storageAnswer(model, clock.now(), req));
+/** The model whose files are under `/a/{ordinal}/` (null: at the root), if it exists and has been built. */
+export type StorageLookup = (ordinal: number | null) => SimulatorModel | undefined;
+
+export function createStorageHandler(lookup: StorageLookup, clock: Clock): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => send(res, storageAnswer(lookup, clock.now(), req));
 }
 
-function storageAnswer(model: SimulatorModel, now: number, req: IncomingMessage): Answer {
+function storageAnswer(lookup: StorageLookup, now: number, req: IncomingMessage): Answer {
   // `demo` serves this in the daemon's own process: a target `new URL` refuses (`//`) must not throw out of the handler.
   if (!URL.canParse(req.url ?? '/', 'http://storage.invalid')) return denied(400, 'InvalidURI', "Couldn't parse the specified URI.");
   const url = new URL(req.url ?? '/', 'http://storage.invalid');
   const match = FILES.exec(url.pathname);
-  if (!match || (req.method !== 'GET' && req.method !== 'HEAD')) return denied(404, 'NoSuchKey', 'Not Found');
+  const model = match && lookup(match[1] === undefined ? null : Number(match[1]));
+  if (!match || !model || (req.method !== 'GET' && req.method !== 'HEAD')) return denied(404, 'NoSuchKey', 'Not Found');
   let id: string;
   let name: string;
   try {
-    id = decodeURIComponent(match[1]!);
-    name = decodeURIComponent(match[2]!);
+    id = decodeURIComponent(match[2]!);
+    name = decodeURIComponent(match[3]!);
   } catch {
     return denied(404, 'NoSuchKey', 'Not Found');
   }
