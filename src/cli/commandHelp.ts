@@ -172,6 +172,14 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       [2, `${NOT_FLEET}; FLEET_KEY not set; --old-key-env not naming a key; ${CONFIG}`],
     ],
   },
+  'fleet status': {
+    env: [...FLEET, ...LOG],
+    exits: [
+      [0, 'printed (nothing sent to any API, nothing written)'],
+      [1, 'no fleet in FLEET_SCHEMA yet; the database unreachable'],
+      [2, `${NOT_FLEET}; ${CONFIG}`],
+    ],
+  },
   simulator: {
     env: [],
     exits: [

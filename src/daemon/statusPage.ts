@@ -126,7 +126,8 @@ ${errors}
 `;
 }
 
-const STYLE = `
+/** The page's CSS, shared with the fleet's status page (fleet/statusPage.ts). */
+export const STYLE = `
 :root { color-scheme: light; --ink: #1f2933; --muted: #65717e; --line: #e3e7ec; --ok: #2f6fdf; --bad: #d64545; --pace: #d98b1a; }
 * { box-sizing: border-box; }
 body { margin: 0 auto; max-width: 1120px; padding: 24px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: #f4f6f8; }

@@ -14,6 +14,14 @@ export type TicketCounts = Record<TicketCount, number> & {
   median_open_age: number | string | null;
 };
 
+/** The backfill's "all": tickets not deleted. Shared with the fleet's per-account counts (repos/fleetStatus.ts). */
+export const LIVE = sql`deleted_at is null`;
+/**
+ * The backfill's "fetched of live": the same filter and one more condition, so it can never exceed live (it once
+ * counted deleted tickets too, and the demo said "212 of 211").
+ */
+export const FETCHED = sql`deleted_at is null and detail_synced_at is not null`;
+
 export async function ticketCounts(tx: Tx, now: number): Promise<TicketCounts> {
   const [row] = await queryRows<TicketCounts>(
     tx,
@@ -24,10 +32,8 @@ export async function ticketCounts(tx: Tx, now: number): Promise<TicketCounts> {
       count(*) filter (where in_resolved and deleted_at is null)::int as resolved,
       count(*) filter (where missing_since is not null and deleted_at is null)::int as missing,
       count(*) filter (where deleted_at is not null)::int as deleted,
-      count(*) filter (where deleted_at is null)::int as live,
-      -- The backfill's "fetched of live": the same filter and one more condition, so it can never exceed live (it
-      -- once counted deleted tickets too, and the demo said "212 of 211").
-      count(*) filter (where deleted_at is null and detail_synced_at is not null)::int as fetched,
+      count(*) filter (where ${LIVE})::int as live,
+      count(*) filter (where ${FETCHED})::int as fetched,
       count(*) filter (where detail_due_since is not null)::int as due,
       min(detail_due_since) as oldest_due,
       min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
