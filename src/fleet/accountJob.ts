@@ -5,6 +5,7 @@ import { trySyncLock } from '../daemon/leader.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { getAccount, type Account, type PassOutcome } from '../db/repos/accounts.ts';
 import { latestRequestId } from '../db/repos/ledger.ts';
+import { nextReplyDueAt } from '../db/repos/outboxDue.ts';
 import { ACCOUNT_NAME_PATTERN } from '../db/fleetSchema.ts';
 import { AuthError, safeError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -127,7 +128,10 @@ async function runPass(c: JobContext, account: Account, lease: Awaited<ReturnTyp
     }
     run.interrupted = lease.lost.aborted || c.hardStop.aborted;
     try {
-      run.planWakeAt = (await runtime.engine.plan()).wakeAt;
+      // The plan's instant, or sooner when a reply row falls due (a retry, a check of one a dead worker left sending).
+      const replyDue = await nextReplyDueAt(runtime.database.db);
+      const wakeAt = (await runtime.engine.plan()).wakeAt;
+      run.planWakeAt = replyDue === null ? wakeAt : Math.min(wakeAt, replyDue);
       const budget = runtime.engine.gate.snapshot();
       run.nextSlotAt = budget.nextSlotAt;
       if (budget.minuteAllowed > 0) run.minGapMs = Math.ceil((60 * SECOND_MS) / budget.minuteAllowed);

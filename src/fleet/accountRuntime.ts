@@ -80,9 +80,9 @@ export class RuntimeCache {
     if (entry) {
       // Another process's requests since our last pass: the engine's memory of the budget is stale.
       if (entry.lastRequestId !== null && (await latestRequestId(entry.database.db)) !== entry.lastRequestId) {
-        const database = entry.database;
+        const { database, engine } = entry;
         this.#entries.delete(account.name);
-        entry = this.#build(account, database);
+        entry = this.#build(account, database, engine.tokenWorked);
       }
     } else {
       await this.#makeRoom();
@@ -122,7 +122,8 @@ export class RuntimeCache {
     await Promise.all([...this.#entries.values()].map((e) => this.#close(e)));
   }
 
-  #build(account: Account, database: Database): AccountRuntime {
+  /** `tokenWorked`: the API's JSON came back for this token through an engine this one replaces (see EngineOptions). */
+  #build(account: Account, database: Database, tokenWorked = false): AccountRuntime {
     const logger = this.#o.logger.child({ account: account.name });
     // The one place the token is opened: into the engine's memory, for this process's passes of the account.
     const apiToken = openToken(this.#o.key, account.name, account.tokenSealed);
@@ -139,6 +140,7 @@ export class RuntimeCache {
       logger,
       ...(this.#o.maxResponseBytes ? { maxResponseBytes: this.#o.maxResponseBytes } : {}),
       signal: AbortSignal.any([this.#o.hardStop, abort.signal]),
+      tokenWorked,
     });
     logPasses(engine, logger);
     const entry: AccountRuntime = {

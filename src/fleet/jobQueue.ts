@@ -81,6 +81,7 @@ export class JobQueue {
   readonly #pool: pg.Pool;
   readonly #boss: PgBoss;
   #started = false;
+  #fetchErrorToldAt = -Infinity;
 
   constructor(o: JobQueueOptions) {
     this.#o = o;
@@ -145,9 +146,27 @@ export class JobQueue {
     this.#started = true;
   }
 
-  /** Up to `batchSize` due jobs, now active for this worker. Never throws: no job is the answer to any trouble. */
+  /**
+   * Up to `batchSize` due jobs, now active for this worker. Never throws: pg-boss answers any trouble with no job. Its
+   * error is told here all the same (at most once a minute), since a fetch that keeps failing — the database, or the
+   * stately pitfall of the header — stops the fleet without a word otherwise.
+   */
   async fetch(batchSize: number): Promise<PassJob[]> {
-    const jobs = await this.#boss.fetch<PassJobData>(QUEUE, { batchSize, includeMetadata: true });
+    const db: PgBoss.Db = {
+      executeSql: async (text, values) => {
+        try {
+          return await this.#execute(text, values);
+        } catch (error) {
+          const now = performance.now();
+          if (now - this.#fetchErrorToldAt > 60_000) {
+            this.#fetchErrorToldAt = now;
+            this.#o.logger.warn({ err: safeErrorMessage(error) }, 'pg-boss could not fetch jobs (it answers no job); trying again');
+          }
+          throw error;
+        }
+      },
+    };
+    const jobs = await this.#boss.fetch<PassJobData>(QUEUE, { batchSize, includeMetadata: true, db });
     return jobs.map((j) => ({
       id: j.id,
       account: typeof j.data?.account === 'string' ? j.data.account : '',

@@ -145,14 +145,17 @@ class Worker implements FleetWorker {
     await this.#queue.start();
     await this.#listen();
     this.#loop = this.#fetchLoop();
-    // Every worker repairs chains, at a random phase so that a fleet started at once does not do it in step; the first
-    // time at once, so that a fleet's first worker starts every account.
+    // Every worker repairs chains: at once (a fleet's first worker starts every account), then every reconcileMs, the
+    // second time after a random half to a whole interval, so that workers started together do not do it in step.
     void this.#reconcile();
     const every = this.timing.reconcileMs;
-    const first = setTimeout(() => {
-      void this.#reconcile();
-      this.#reconcileTimer = setInterval(() => void this.#reconcile(), every);
-    }, Math.floor(Math.random() * every));
+    const first = setTimeout(
+      () => {
+        void this.#reconcile();
+        this.#reconcileTimer = setInterval(() => void this.#reconcile(), every);
+      },
+      Math.floor(every * (0.5 + Math.random() / 2)),
+    );
     this.#reconcileTimer = first;
     this.#logger.info({ concurrency: this.concurrency, queue: QUEUE, jobsSchema: this.#queue.jobsSchema }, 'fleet worker started');
   }

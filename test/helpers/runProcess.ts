@@ -61,8 +61,13 @@ export async function freePort(): Promise<number> {
 }
 
 export function startRun(env: Record<string, string>): RunProcess {
+  return startCommand(['run'], env);
+}
+
+/** Any long-running command of the CLI (`fleet run …`) as startRun starts `run`: its own folder, only `env`. */
+export function startCommand(args: string[], env: Record<string, string>): RunProcess {
   const cwd = mkdtempSync(join(tmpdir(), 'tm-run-'));
-  const child = spawn(process.execPath, [BIN, 'run'], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, PGLITE_DIR: join(cwd, 'pglite'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
