@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config/loadConfig.ts';
 import { ConfigError, coerceError } from '../errors.ts';
 import { withoutControlCharacters } from '../logger.ts';
@@ -18,6 +18,12 @@ import { refuseWhileHeld } from './whileHeld.ts';
 function portNumber(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
+  return n;
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number from 1');
   return n;
 }
 
@@ -132,6 +138,7 @@ export function buildProgram(): Command {
     });
 
   addAccountsCommand(program);
+  addFleetCommand(program);
 
   program
     .command('simulator')
@@ -155,6 +162,55 @@ export function buildProgram(): Command {
 
   addCommandHelp(program);
   return program;
+}
+
+/**
+ * `fleet run`: a worker of the fleet (cli/commands/fleet.ts). Its hidden flags shrink the fleet's clockwork (see
+ * src/fleet/timing.ts) for tests and the bench; the defaults are derived there.
+ */
+function addFleetCommand(program: Command): void {
+  const fleet = program
+    .command('fleet')
+    .description("run a fleet's worker (DATABASE_URL, FLEET_KEY, FLEET_SCHEMA); see its accounts with `accounts list`");
+  const seconds = (name: string) => (value: string) => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a positive number of seconds`);
+    return n;
+  };
+  const hidden = (flags: string, name: string) => new Option(flags).argParser(seconds(name)).hideHelp();
+  fleet
+    .command('run')
+    .description('sync the accounts due, --concurrency at once, with the other workers, until SIGTERM/SIGINT (a graceful stop hands them back)')
+    .option('--concurrency <n>', 'passes at once in this process (each takes 3 PostgreSQL connections, the worker 6 more)', positive, 4)
+    .addOption(hidden('--slice-seconds <s>', 'slice'))
+    .addOption(hidden('--expire-seconds <s>', 'expire'))
+    .addOption(hidden('--maintenance-seconds <s>', 'maintenance'))
+    .addOption(hidden('--reconcile-seconds <s>', 'reconcile'))
+    .addOption(hidden('--poll-seconds <s>', 'poll'))
+    .action(async (o: { concurrency: number; sliceSeconds?: number; expireSeconds?: number; maintenanceSeconds?: number; reconcileSeconds?: number; pollSeconds?: number }) => {
+      const { fleetRunCommand } = await import('./commands/fleet.ts');
+      const ms = (s: number | undefined) => (s === undefined ? undefined : Math.round(s * 1000));
+      const whole = (s: number | undefined) => (s === undefined ? undefined : Math.max(1, Math.round(s)));
+      const timing = Object.fromEntries(
+        Object.entries({
+          sliceMs: ms(o.sliceSeconds),
+          deliverySliceMs: ms(o.sliceSeconds),
+          expireInSeconds: whole(o.expireSeconds),
+          maintenanceIntervalSeconds: whole(o.maintenanceSeconds),
+          reconcileMs: ms(o.reconcileSeconds),
+          pollIntervalMs: ms(o.pollSeconds),
+        }).filter(([, v]) => v !== undefined),
+      );
+      await fleetRunCommand(commandContext(), { concurrency: o.concurrency, timing });
+    });
+  fleet
+    .command('status')
+    .description("each account's state, last pass, lag, budget left, backfill and last error, the totals and pg-boss's queues, from PostgreSQL alone")
+    .option('--json', 'print JSON instead of text')
+    .action(async (options: { json?: boolean }) => {
+      const { fleetStatusCommand } = await import('./commands/fleetStatus.ts');
+      await fleetStatusCommand(commandContext(), options);
+    });
 }
 
 /**
