@@ -30,13 +30,37 @@ export function historicTickets(f: TicketFactory, open: number, resolved: number
     const state = compact ? f.rng.state() : undefined;
     const collisions = f.collisions;
     const t = historicTicket(f, kind, nowMs);
-    if (state && f.collisions === collisions) {
-      t.replay = { kind, state };
-      t.messages = NOT_KEPT;
-    }
-    tickets.push(t);
+    // A new record rather than `t` changed: `t` and its messages then die young, in the nursery, instead of keeping
+    // each other alive through scavenges into the old generation (as garbage there: a third more RSS).
+    tickets.push(state && f.collisions === collisions ? compactCopy(t, { kind, state }) : t);
   }
   return tickets;
+}
+
+/** `t` without its messages, field by field (a spread would give a slower, larger object). */
+function compactCopy(t: TicketRecord, replay: NonNullable<TicketRecord['replay']>): TicketRecord {
+  return {
+    id: t.id,
+    name: t.name,
+    email: t.email,
+    status: t.status,
+    priority: t.priority,
+    hasUnread: t.hasUnread,
+    repliedToCustomer: t.repliedToCustomer,
+    closedAt: t.closedAt,
+    lastContactAt: t.lastContactAt,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+    assignedTo: t.assignedTo,
+    widget: t.widget,
+    aiSummary: t.aiSummary,
+    attachments: t.attachments,
+    messages: NOT_KEPT,
+    createdUs: t.createdUs,
+    lastEventUs: t.lastEventUs,
+    listItem: undefined,
+    replay,
+  };
 }
 
 /** A compact ticket (`t.replay` set) as it was generated, messages included: a new record, `t` is not changed. */
