@@ -172,6 +172,23 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       [2, `${NOT_FLEET}; FLEET_KEY not set; --old-key-env not naming a key; ${CONFIG}`],
     ],
   },
+  fleet: {
+    env: [...FLEET, 'FLEET_KEY', 'FLEET_METRICS_ACCOUNTS', 'HTTP_PORT', 'HTTP_HOST', ...LOG],
+    exits: [
+      [0, 'done (run: stopped by a signal)'],
+      [1, 'the database unreachable; status: no fleet in FLEET_SCHEMA yet'],
+      [2, `${NOT_FLEET}; run: FLEET_KEY not set, HTTP_PORT in use; ${CONFIG}`],
+    ],
+  },
+  'fleet run': {
+    env: [...FLEET, 'FLEET_KEY', 'FLEET_METRICS_ACCOUNTS', 'API_MAX_RESPONSE_BYTES', 'HTTP_PORT', 'HTTP_HOST', ...LOG],
+    exits: [
+      [0, 'stopped by SIGTERM or SIGINT (its passes handed back)'],
+      [1, 'the database unreachable'],
+      [2, `${NOT_FLEET}; FLEET_KEY not set; HTTP_PORT in use; ${CONFIG}`],
+      ['128+n', 'a second signal n during the graceful stop (143 for SIGTERM)'],
+    ],
+  },
   'fleet status': {
     env: [...FLEET, ...LOG],
     exits: [

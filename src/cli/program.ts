@@ -39,6 +39,9 @@ export function buildProgram(): Command {
     .version(VERSION, '-V, --version', 'print the version')
     .showHelpAfterError('(run `ticket-mirror --help` for the commands)')
     .showSuggestionAfterError(true)
+    // Commander echoes an unknown `--option=value` whole, and the value may be a secret typed where no option takes one
+    // (`accounts add … --token=…`): it is cut from the message. Subcommands inherit this.
+    .configureOutput({ outputError: (text, write) => write(withoutOptionValues(text)) })
     // Before the commands are added, so that they inherit it: a parse error throws (main sets the exit code to 1).
     .exitOverride()
     // A command that must write stops before it starts, saying what to do, while `run` holds the embedded database.
@@ -201,7 +204,9 @@ function addFleetCommand(program: Command): void {
           pollIntervalMs: ms(o.pollSeconds),
         }).filter(([, v]) => v !== undefined),
       );
-      await fleetRunCommand(commandContext(), { concurrency: o.concurrency, timing });
+      // The account table, /metrics and /status.json join the worker's /healthz and /readyz (fleet/statusRoutes.ts).
+      const { fleetStatusRoutesFactory } = await import('../fleet/statusRoutes.ts');
+      await fleetRunCommand(commandContext(), { concurrency: o.concurrency, timing }, fleetStatusRoutesFactory);
     });
   fleet
     .command('status')
@@ -282,6 +287,11 @@ function addAccountsCommand(program: Command): void {
     .description('seal every token again with FLEET_KEY, opening them with the previous key from the variable VAR')
     .requiredOption('--old-key-env <var>', 'the environment variable holding the previous FLEET_KEY')
     .action(async (options: { oldKeyEnv: string }) => (await load()).accountsRekey(commandContext(), options));
+}
+
+/** A commander error message with the value of any `--option=value` it quotes cut off. */
+export function withoutOptionValues(text: string): string {
+  return text.replace(/(unknown option '[^'=\s]*)=[^']*'/g, "$1=…'");
 }
 
 /**

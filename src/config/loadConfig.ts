@@ -84,6 +84,16 @@ const EnvSchema = z.object({
       .refine((v) => !v.startsWith('pg_'), 'must not start with pg_ (PostgreSQL keeps those names)')
       .default('ticket_mirror_fleet'),
   ),
+  /**
+   * Fleet accounts with a Prometheus label of their own on `fleet run`'s /metrics (the oldest first); the others are
+   * summed as account="_other", so the series stay bounded (fleet/metrics.ts). @default 200
+   */
+  FLEET_METRICS_ACCOUNTS: z.coerce
+    .number({ error: 'must be a number of accounts' })
+    .int('must be a whole number')
+    .min(0, 'must be between 0 and 10000')
+    .max(10_000, 'must be between 0 and 10000')
+    .default(200),
   /** Requests per rolling 24 h. @default 1440 */
   API_DAILY_LIMIT: positiveInt(1440),
   /** Requests per minute. @default 60 */
@@ -141,6 +151,8 @@ export interface Config {
   readonly fleetKey: string | undefined;
   /** FLEET_SCHEMA: the fleet's control schema. */
   readonly fleetSchema: string;
+  /** FLEET_METRICS_ACCOUNTS: accounts with a label of their own on the fleet's /metrics. */
+  readonly fleetMetricsAccounts: number;
   readonly dailyLimit: number;
   readonly minuteLimit: number;
   readonly reserve: number;
@@ -197,6 +209,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     dbSchema: e.DB_SCHEMA,
     fleetKey,
     fleetSchema: e.FLEET_SCHEMA,
+    fleetMetricsAccounts: e.FLEET_METRICS_ACCOUNTS,
     dailyLimit: e.API_DAILY_LIMIT,
     minuteLimit: e.API_MINUTE_LIMIT,
     reserve: e.API_RESERVE,

@@ -1,0 +1,112 @@
+import { systemClock, type Clock } from '../clock.ts';
+import type { Config } from '../config/loadConfig.ts';
+import type { Db } from '../db/connect.ts';
+import { safeErrorMessage } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { loadFleetStatus, type FleetStatus } from './fleetStatus.ts';
+import type { Answer, Routes } from './httpServer.ts';
+import { jobsSchemaOf } from './jobQueue.ts';
+import { FleetMetrics } from './metrics.ts';
+import { queueReader, type QueueReader } from './queueStatus.ts';
+import { renderFleetPage } from './statusPage.ts';
+import type { FleetWorker } from './worker.ts';
+
+/**
+ * The routes `fleet run` adds to its HTTP server (httpServer.ts keeps /healthz and /readyz):
+ *
+ * - `/metrics` — Prometheus text (metrics.ts): the fleet as read from PostgreSQL, and what this worker did.
+ * - `/status`  — the HTML page with the account table, worst first (`/` redirects there).
+ * - `/status.json` — what `fleet status --json` prints, and this worker's id, pid and the accounts it runs now.
+ *
+ * The fleet's state is read at most once per `maxAgeMs`, one read serving the requests that arrive meanwhile: with
+ * 1,000 accounts a read takes a fraction of a second (README), and several scrapers and browsers should not multiply
+ * it. Its statements go one at a time (`concurrency` 1): the worker shares the pool.
+ */
+
+export interface FleetStatusRoutesOptions {
+  worker: Pick<FleetWorker, 'workerId' | 'concurrency' | 'events' | 'accounts'>;
+  /** The control schema's handle and name (db/fleet.ts). */
+  fleet: { db: Db; schema: string };
+  /** FLEET_METRICS_ACCOUNTS: accounts with a label of their own. @default 200 */
+  metricsAccounts?: number;
+  clock: Clock;
+  logger: Logger;
+  /** pg-boss, for its queue counts. @default a reader over the fleet database's pool (queueStatus.ts) */
+  queues?: QueueReader;
+  /** A status read is reused this long. @default 5000 */
+  maxAgeMs?: number;
+}
+
+const TEXT = 'text/plain; charset=utf-8';
+// As the daemon's page: inline CSS, no script, nothing else may load.
+const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export function fleetStatusRoutes(o: FleetStatusRoutesOptions): { routes: Routes; metrics: FleetMetrics } {
+  const { db, schema } = o.fleet;
+  const jobsSchema = jobsSchemaOf(schema);
+  const queues = o.queues ?? queueReader(db, jobsSchema);
+  const metrics = new FleetMetrics({ accountsLimit: o.metricsAccounts ?? 200 });
+  metrics.observe(o.worker.events);
+  const maxAgeMs = o.maxAgeMs ?? 5_000;
+
+  let cached: { at: number; status: Promise<FleetStatus> } | undefined;
+  const fleetStatus = (): Promise<FleetStatus> => {
+    const now = o.clock.now();
+    if (!cached || now - cached.at >= maxAgeMs || now < cached.at) {
+      const status = loadFleetStatus({ db, schema, jobsSchema, queues, now, concurrency: 1 });
+      const entry = { at: now, status };
+      cached = entry;
+      // A failed read is not kept: the next request tries again.
+      status.catch(() => {
+        if (cached === entry) cached = undefined;
+      });
+    }
+    return cached.status;
+  };
+
+  /** A route whose database read may fail: 503 and the reason, told safely, as the daemon's server answers. */
+  const guarded =
+    (path: string, answer: () => Promise<Answer>) =>
+    async (): Promise<Answer> => {
+      try {
+        return await answer();
+      } catch (error) {
+        o.logger.warn({ path, err: safeErrorMessage(error) }, 'fleet status: could not answer');
+        return { status: 503, type: TEXT, body: `unavailable: ${safeErrorMessage(error)}\n` };
+      }
+    };
+
+  const worker = () => ({ id: o.worker.workerId, concurrency: o.worker.concurrency, running: o.worker.accounts() });
+  const routes: Routes = {
+    '/metrics': guarded('/metrics', async () => {
+      metrics.update(await fleetStatus());
+      return { status: 200, type: metrics.contentType, body: await metrics.text() };
+    }),
+    '/status.json': guarded('/status.json', async () => {
+      const body = { ...(await fleetStatus()), worker: { pid: process.pid, ...worker() } };
+      return { status: 200, type: 'application/json; charset=utf-8', body: `${JSON.stringify(body, null, 2)}\n` };
+    }),
+    '/status': guarded('/status', async () => {
+      const body = renderFleetPage({ status: await fleetStatus(), worker: worker() });
+      return { status: 200, type: 'text/html; charset=utf-8', body, headers: { 'content-security-policy': PAGE_POLICY } };
+    }),
+    '/': async () => ({ status: 302, type: TEXT, body: 'see /status\n', headers: { location: '/status' } }),
+  };
+  return { routes, metrics };
+}
+
+/** `fleet run`'s seam (cli/commands/fleet.ts, FleetRoutesFactory): these routes for its worker, on the system clock. */
+export async function fleetStatusRoutesFactory(o: {
+  worker: FleetWorker;
+  ctx: { config: Pick<Config, 'fleetMetricsAccounts'>; logger: Logger };
+  fleet: { db: Db; schema: string };
+}): Promise<{ routes: Routes }> {
+  const { routes } = fleetStatusRoutes({
+    worker: o.worker,
+    fleet: o.fleet,
+    metricsAccounts: o.ctx.config.fleetMetricsAccounts,
+    clock: systemClock,
+    logger: o.ctx.logger,
+  });
+  return { routes };
+}
