@@ -1,0 +1,215 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { quoteIdent } from '../src/db/connect.ts';
+import { startSimulator, createFleetActivityDriver, type FleetMutation } from '../src/simulator/index.ts';
+import { findPostgres } from './benchDatabase.ts';
+import { ChangeRecorder, type Change } from './changeRecorder.ts';
+import { analyseFleet, renderFleetMarkdown, type FleetRunFigures } from './fleetAnalysis.ts';
+import { accountName, accountToken, announceAll, benchDatabaseUrl, FLEET_SCHEMA, provision } from './fleetSetup.ts';
+import { ProcessSampler } from './procStats.ts';
+import { SMALL } from './workload.ts';
+
+/**
+ * `npm run bench:fleet`: a fleet in real time on this machine (issue 14). `--accounts` (1,000) accounts of the small
+ * workload (40 open / 400 resolved, each its own 1,440/day and 60/min in the simulator) synced by `--workers` (3)
+ * `fleet run` processes of `--concurrency` (8) slots for `--minutes` (10); `--registered` (10,000) accounts in all,
+ * the rest paused, so the engine carries a large registry. At `--kill-at` minutes (5; 0 = never) one worker is killed
+ * with SIGKILL and replies are waiting in 50 accounts. The simulator runs in this process, its activity at
+ * `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
+ * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. Writes bench/fleet-results.json and prints the
+ * README's table.
+ */
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const num = (name: string, fallback: number) => {
+  const at = args.indexOf(`--${name}`);
+  if (at < 0) return fallback;
+  const n = Number(args[at + 1]);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} needs a number ≥ 0`);
+  return n;
+};
+const ACCOUNTS = num('accounts', quick ? 60 : 1_000);
+const REGISTERED = Math.max(ACCOUNTS, num('registered', quick ? 600 : 10_000));
+const WORKERS = num('workers', 3);
+const CONCURRENCY = num('concurrency', 8);
+const MINUTES = num('minutes', quick ? 3 : 10);
+const KILL_AT = num('kill-at', quick ? 1.5 : 5);
+const SCALE = num('activity-scale', 20);
+const STEP_MS = 15_000;
+const REPLIES = Math.min(50, ACCOUNTS);
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const BIN = fileURLToPath(new URL('../bin/ticket-mirror.js', import.meta.url));
+const log = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
+
+const baseUrl = await findPostgres();
+if (!baseUrl) throw new Error('bench:fleet needs PostgreSQL (DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432)');
+const url = await benchDatabaseUrl(baseUrl);
+const rates = Object.fromEntries(Object.entries(SMALL.ratesPerDay).map(([op, r]) => [op, r * SCALE])) as typeof SMALL.ratesPerDay;
+
+const sim = await startSimulator({
+  accounts: Array.from({ length: ACCOUNTS }, (_, i) => ({ token: accountToken(i + 1), openTickets: SMALL.openTickets, resolvedTickets: SMALL.resolvedTickets })),
+  seed: SMALL.seed,
+  dailyLimit: 1_440,
+  minuteLimit: 60,
+  logLimit: 100_000,
+});
+log(`simulator on ${sim.url} with ${ACCOUNTS} accounts`);
+const setup = await provision(url, { active: ACCOUNTS, registered: REGISTERED, apiUrl: sim.url, log });
+log(
+  `provisioned: ${setup.migrated} schemas migrated in ${setup.migratedSeconds.toFixed(0)} s, the rest emptied in ${setup.emptiedSeconds.toFixed(1)} s; ` +
+    `${REGISTERED} accounts registered in ${setup.registerSeconds.toFixed(1)} s; views over ${ACCOUNTS} schemas rebuilt in ${setup.viewsRefreshSeconds.toFixed(1)} s`,
+);
+
+// Every account's dataset is built now (the change recorder reads it), before the clock of the run starts.
+const recorders = new Map<number, ChangeRecorder>();
+for (const account of sim.accounts()) recorders.set(account.ordinal, new ChangeRecorder(account.model));
+const driver = createFleetActivityDriver({ accounts: () => sim.accounts(), ratesPerDay: rates, seed: SMALL.activitySeed });
+const changes = new Map<number, Change[]>();
+
+mkdirSync(`${HERE}tmp`, { recursive: true });
+interface Worker {
+  child: ChildProcess;
+  sampler: ProcessSampler;
+  id: string;
+  exited: Promise<number | null>;
+  killed: boolean;
+}
+const startWorker = (n: number): Worker => {
+  const out = createWriteStream(`${HERE}tmp/fleet-worker-${n}.log`);
+  const child = spawn(process.execPath, [BIN, 'fleet', 'run', '--concurrency', String(CONCURRENCY)], {
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: url,
+      FLEET_KEY: setup.fleetKey,
+      FLEET_SCHEMA,
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.pipe(out);
+  child.stderr!.pipe(out);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, sampler: new ProcessSampler(child.pid!, 5_000), id: `${hostname().slice(0, 20)}:${child.pid}`, exited, killed: false };
+};
+
+const db = new pg.Client({ connectionString: url });
+await db.connect();
+const statBefore = await dbStats(db);
+const workers = Array.from({ length: WORKERS }, (_, n) => startWorker(n));
+const runStart = Date.now();
+await announceAll(setup.fleet, ACCOUNTS);
+log(`${WORKERS} workers × ${CONCURRENCY} slots started; running ${MINUTES} min`);
+
+let last = runStart;
+let killAt: number | null = null;
+let inFlightAtKill: string[] = [];
+let repliesAt: number | null = null;
+const replyText = (i: number) => `bench reply ${i} of run ${runStart}`;
+const end = runStart + MINUTES * 60_000;
+while (Date.now() < end) {
+  await new Promise((resolve) => setTimeout(resolve, Math.min(STEP_MS, end - Date.now())));
+  const now = Date.now();
+  for (const m of driver.step(last, now) as FleetMutation[]) {
+    const recorded = recorders.get(m.account)!.record([m]);
+    const list = changes.get(m.account) ?? [];
+    list.push(...recorded);
+    changes.set(m.account, list);
+  }
+  last = now;
+  if (KILL_AT > 0 && repliesAt === null && now >= runStart + KILL_AT * 60_000 - 20_000) {
+    // Replies waiting when the worker dies: each must be posted exactly once.
+    for (let i = 1; i <= REPLIES; i++) {
+      const ticket = sim.account(accountToken(i))!.model.list('open')[0];
+      if (ticket) await db.query(`insert into ${quoteIdent(`tm_${accountName(i)}`)}.reply_outbox (ticket_id, message) values ($1, $2)`, [ticket.id, replyText(i)]);
+    }
+    repliesAt = now;
+  }
+  if (KILL_AT > 0 && killAt === null && now >= runStart + KILL_AT * 60_000) {
+    const victim = workers[0]!;
+    const { rows } = await db.query<{ application_name: string }>(
+      `select a.application_name from pg_stat_activity a join pg_locks l on l.pid = a.pid and l.locktype = 'advisory' and l.granted
+       where a.application_name like $1`,
+      [`tm % ${victim.id}`],
+    );
+    inFlightAtKill = rows.map((r) => r.application_name.split(' ')[1]!);
+    victim.child.kill('SIGKILL');
+    victim.killed = true;
+    killAt = Date.now();
+    log(`killed worker ${victim.id} (SIGKILL) with ${inFlightAtKill.length} passes in flight`);
+  }
+}
+
+// A graceful stop of the survivors: each must be gone within 10 s.
+const stopStarted = Date.now();
+const exitMs = await Promise.all(
+  workers.map(async (w) => {
+    if (w.killed) return null;
+    w.child.kill('SIGTERM');
+    const code = await w.exited;
+    return { ms: Date.now() - stopStarted, code };
+  }),
+);
+const runEnd = stopStarted;
+for (const w of workers) w.sampler.stop();
+const statAfter = await dbStats(db);
+
+const figures: FleetRunFigures = await analyseFleet({
+  db,
+  sim,
+  changes,
+  accounts: ACCOUNTS,
+  registered: REGISTERED,
+  runStart,
+  runEnd,
+  killAt,
+  inFlightAtKill,
+  replies: repliesAt === null ? [] : Array.from({ length: REPLIES }, (_, i) => ({ account: i + 1, text: replyText(i + 1) })),
+  workers: workers.map((w, n) => ({ n, killed: w.killed, proc: w.sampler.summary(), exit: exitMs[n] ?? null })),
+  dbStats: { before: statBefore, after: statAfter },
+  setup: {
+    migrated: setup.migrated,
+    migratedSeconds: setup.migratedSeconds,
+    registerSeconds: setup.registerSeconds,
+    viewsRefreshSeconds: setup.viewsRefreshSeconds,
+  },
+  config: { accounts: ACCOUNTS, registered: REGISTERED, workers: WORKERS, concurrency: CONCURRENCY, minutes: MINUTES, killAt: KILL_AT, activityScale: SCALE, quick },
+  singleAccount: singleAccountFigure(),
+});
+await db.end();
+await setup.fleet.close();
+await sim.close();
+
+const file = quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`;
+writeFileSync(file, `${JSON.stringify(figures, null, 2)}\n`);
+process.stdout.write(`${renderFleetMarkdown(figures)}\n`);
+log(`wrote ${file}`);
+process.exit(0);
+
+/** Transactions and rows the whole bench database saw (pg_stat_database): the engine's overhead with the sync's. */
+async function dbStats(client: pg.Client): Promise<{ at: number; xacts: number; tuplesReturned: number; tuplesFetched: number }> {
+  const { rows } = await client.query<{ x: string; r: string; f: string }>(
+    `select xact_commit + xact_rollback as x, tup_returned as r, tup_fetched as f from pg_stat_database where datname = current_database()`,
+  );
+  return { at: Date.now(), xacts: Number(rows[0]!.x), tuplesReturned: Number(rows[0]!.r), tuplesFetched: Number(rows[0]!.f) };
+}
+
+/** The single-account bench's list-visible p95 on the small workload (bench/results.json), for the 1.5× target. */
+function singleAccountFigure(): { listP95Ms: number | null; source: string } {
+  try {
+    const results = JSON.parse(readFileSync(`${HERE}results.json`, 'utf8')) as {
+      workloads: Array<{ name: string; strategies: Array<{ strategy: string; lags: { whole: { list: { p95: number | null } } } }> }>;
+    };
+    const small = results.workloads.find((w) => w.name === 'small');
+    const mirror = small?.strategies.find((s) => s.strategy === 'ticket-mirror');
+    return { listP95Ms: mirror?.lags.whole.list.p95 ?? null, source: 'bench/results.json, small, ticket-mirror, whole run' };
+  } catch {
+    return { listP95Ms: null, source: 'bench/results.json unreadable' };
+  }
+}

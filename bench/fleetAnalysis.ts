@@ -1,0 +1,265 @@
+import type pg from 'pg';
+import { LIST_PATHS, type ListName } from '../src/api/endpoints.ts';
+import { quoteIdent } from '../src/db/connect.ts';
+import type { RunningSimulator } from '../src/simulator/index.ts';
+import { LIST_BIT, type Change } from './changeRecorder.ts';
+import { accountName, accountToken, FLEET_SCHEMA } from './fleetSetup.ts';
+import type { ProcSummary } from './procStats.ts';
+import { maxInWindow, quantile } from './stats.ts';
+
+/** What `npm run bench:fleet` measured, and the issue's targets as {target, result, met}. */
+
+export interface FleetRunFigures {
+  config: { accounts: number; registered: number; workers: number; concurrency: number; minutes: number; killAt: number; activityScale: number; quick: boolean };
+  setup: { migrated: number; migratedSeconds: number; registerSeconds: number; viewsRefreshSeconds: number };
+  requests: { total: number; perSecond: number; throttled: number; maxPerAccountMinute: number; maxPerAccountRun: number; accountsSynced: number };
+  dueStart: { jobs: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
+  listLag: { changes: number; unseen: number; p50Ms: number | null; p95Ms: number | null; accountP95: { p50Ms: number | null; p95Ms: number | null }; singleAccountP95Ms: number | null; singleAccountSource: string };
+  kill: null | { inFlight: number; resumedMaxMs: number | null; resumedP99Ms: number | null; notResumed: number };
+  overlaps: number;
+  replies: { expected: number; postedOnce: number; postedTwice: number; missing: number };
+  workers: Array<{ n: number; killed: boolean; proc: ProcSummary | null; exit: { ms: number; code: number | null } | null }>;
+  engine: { xactsPerSecond: number; tuplesPerSecond: number; jobsCompleted: number; jobTableRows: number; reconcileQueryMs: number };
+  targets: Array<{ target: string; result: string; met: boolean }>;
+}
+
+export interface AnalyseInput {
+  db: pg.Client;
+  sim: RunningSimulator;
+  changes: Map<number, Change[]>;
+  accounts: number;
+  registered: number;
+  runStart: number;
+  runEnd: number;
+  killAt: number | null;
+  inFlightAtKill: string[];
+  replies: Array<{ account: number; text: string }>;
+  workers: FleetRunFigures['workers'];
+  dbStats: { before: Stat; after: Stat };
+  setup: FleetRunFigures['setup'];
+  config: FleetRunFigures['config'];
+  singleAccount: { listP95Ms: number | null; source: string };
+}
+
+interface Stat {
+  at: number;
+  xacts: number;
+  tuplesReturned: number;
+  tuplesFetched: number;
+}
+
+const LIST_OF_PATH = new Map<string, ListName>(Object.entries(LIST_PATHS).map(([list, path]) => [path, list as ListName]));
+
+export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
+  const { db } = i;
+  const seconds = (i.runEnd - i.runStart) / 1000;
+
+  // Requests as the simulator received them (the authority on 429s and on windows), per account.
+  let total = 0;
+  let throttled = 0;
+  let maxMinute = 0;
+  let maxRun = 0;
+  let synced = 0;
+  for (let n = 1; n <= i.accounts; n++) {
+    const entries = i.sim.account(accountToken(n))!.log.filter((e) => e.at >= i.runStart - 60_000);
+    total += entries.length;
+    throttled += entries.filter((e) => e.status === 429).length;
+    maxMinute = Math.max(maxMinute, maxInWindow(entries.map((e) => e.at).sort((a, b) => a - b), 60_000));
+    maxRun = Math.max(maxRun, entries.length);
+    if (entries.length > 0) synced++;
+  }
+
+  // The engine's view of each due job: how late after its start_after a worker took it.
+  const jobs = `${quoteIdent(`${FLEET_SCHEMA}_jobs`)}`;
+  const { rows: lateness } = await db.query<{ late_ms: string }>(
+    `select extract(epoch from started_on - start_after) * 1000 as late_ms from (
+       select started_on, start_after from ${jobs}.job where name = 'account-pass' and started_on is not null
+       union all
+       select started_on, start_after from ${jobs}.archive where name = 'account-pass' and started_on is not null
+     ) j where started_on >= to_timestamp($1 / 1000.0) and started_on <= to_timestamp($2 / 1000.0)`,
+    [i.runStart, i.runEnd],
+  );
+  const late = lateness.map((r) => Math.max(0, Number(r.late_ms)));
+
+  // List-visible lag: from a change until the end of the first poll, sent after it, of a list that shows it.
+  const lags: Array<number | null> = [];
+  const accountP95s: Array<number | null> = [];
+  let overlaps = 0;
+  for (let n = 1; n <= i.accounts; n++) {
+    const schema = quoteIdent(`tm_${accountName(n)}`);
+    const { rows: polls } = await db.query<{ at_ms: string; path: string; duration_ms: number | null }>(
+      `select extract(epoch from at) * 1000 as at_ms, path, duration_ms from ${schema}.api_requests where status = 200 and method = 'GET' order by at`,
+    );
+    const byList = new Map<ListName, number[][]>();
+    for (const p of polls) {
+      const list = LIST_OF_PATH.get(p.path);
+      if (!list) continue;
+      const at = Number(p.at_ms);
+      (byList.get(list) ?? byList.set(list, []).get(list)!).push([at, at + (p.duration_ms ?? 0)]);
+    }
+    const mine: Array<number | null> = [];
+    for (const c of i.changes.get(n) ?? []) {
+      if (c.cls !== 'list') continue;
+      let seen: number | null = null;
+      for (const [list, bit] of Object.entries(LIST_BIT) as Array<[ListName, number]>) {
+        if (!(c.lists & bit)) continue;
+        const poll = byList.get(list)?.find((p) => p[0]! >= c.at);
+        if (poll && (seen === null || poll[1]! < seen)) seen = poll[1]!;
+      }
+      mine.push(seen === null ? null : seen - c.at);
+    }
+    lags.push(...mine);
+    if (mine.length > 0) accountP95s.push(quantile(mine, 0.95));
+
+    const { rows: runs } = await db.query<{ s: string; f: string }>(
+      `select extract(epoch from started_at) * 1000 as s, extract(epoch from finished_at) * 1000 as f from ${schema}.sync_runs where finished_at is not null order by started_at`,
+    );
+    for (let k = 1; k < runs.length; k++) if (Number(runs[k]!.s) < Number(runs[k - 1]!.f)) overlaps++;
+  }
+
+  // After the kill: when each pass the dead worker had in flight started again, on another worker.
+  let kill: FleetRunFigures['kill'] = null;
+  if (i.killAt !== null) {
+    const resumed: number[] = [];
+    let notResumed = 0;
+    for (const account of i.inFlightAtKill) {
+      const { rows } = await db.query<{ s: string }>(
+        `select extract(epoch from min(started_at)) * 1000 as s from ${quoteIdent(`tm_${account}`)}.sync_runs where started_at > to_timestamp($1 / 1000.0)`,
+        [i.killAt],
+      );
+      const s = rows[0]?.s;
+      if (s === null || s === undefined) notResumed++;
+      else resumed.push(Number(s) - i.killAt);
+    }
+    kill = {
+      inFlight: i.inFlightAtKill.length,
+      resumedMaxMs: resumed.length ? Math.max(...resumed) : null,
+      resumedP99Ms: quantile(resumed, 0.99),
+      notResumed,
+    };
+  }
+
+  // Replies waiting at the kill: posted exactly once each, as the simulator saw them.
+  let once = 0;
+  let twice = 0;
+  let missing = 0;
+  for (const r of i.replies) {
+    const model = i.sim.account(accountToken(r.account))!.model;
+    let count = 0;
+    for (const list of ['open', 'resolved'] as const) {
+      for (const item of model.list(list)) count += (model.detail(item.id)?.messages ?? []).filter((m) => m.message === r.text).length;
+    }
+    if (count === 1) once++;
+    else if (count === 0) missing++;
+    else twice++;
+  }
+
+  const { rows: jobRows } = await db.query<{ completed: string; rows: string }>(
+    `select (select count(*) from ${jobs}.archive where name = 'account-pass') + (select count(*) from ${jobs}.job where name = 'account-pass' and state = 'completed') as completed,
+            (select count(*) from ${jobs}.job) as rows`,
+  );
+  // The reconciler's question with the whole registry: which active accounts have no job queued or running.
+  const started = performance.now();
+  await db.query(
+    `select a.name from ${quoteIdent(FLEET_SCHEMA)}.accounts a where a.paused_at is null
+       and not exists (select 1 from ${jobs}.job j where j.name = 'account-pass' and j.singleton_key = a.name and j.state < 'completed')`,
+  );
+  const reconcileQueryMs = performance.now() - started;
+  const span = (i.dbStats.after.at - i.dbStats.before.at) / 1000;
+
+  const figures: Omit<FleetRunFigures, 'targets'> = {
+    config: i.config,
+    setup: i.setup,
+    requests: { total, perSecond: total / seconds, throttled, maxPerAccountMinute: maxMinute, maxPerAccountRun: maxRun, accountsSynced: synced },
+    dueStart: { jobs: late.length, p50Ms: quantile(late, 0.5), p99Ms: quantile(late, 0.99), maxMs: late.length ? Math.max(...late) : null },
+    listLag: {
+      changes: lags.length,
+      unseen: lags.filter((l) => l === null).length,
+      p50Ms: quantile(lags, 0.5),
+      p95Ms: quantile(lags, 0.95),
+      accountP95: { p50Ms: quantile(accountP95s, 0.5), p95Ms: quantile(accountP95s, 0.95) },
+      singleAccountP95Ms: i.singleAccount.listP95Ms,
+      singleAccountSource: i.singleAccount.source,
+    },
+    kill,
+    overlaps,
+    replies: { expected: i.replies.length, postedOnce: once, postedTwice: twice, missing },
+    workers: i.workers,
+    engine: {
+      xactsPerSecond: (i.dbStats.after.xacts - i.dbStats.before.xacts) / span,
+      tuplesPerSecond: (i.dbStats.after.tuplesReturned + i.dbStats.after.tuplesFetched - i.dbStats.before.tuplesReturned - i.dbStats.before.tuplesFetched) / span,
+      jobsCompleted: Number(jobRows[0]!.completed),
+      jobTableRows: Number(jobRows[0]!.rows),
+      reconcileQueryMs,
+    },
+  };
+  return { ...figures, targets: targetsOf(figures) };
+}
+
+const s = (ms: number | null) => (ms === null ? '∞' : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`);
+
+function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures['targets'] {
+  const t: FleetRunFigures['targets'] = [
+    { target: 'no 429 in any account', result: `${f.requests.throttled} × 429`, met: f.requests.throttled === 0 },
+    {
+      target: 'no account above 60 requests in any minute',
+      result: `most in one minute: ${f.requests.maxPerAccountMinute}`,
+      met: f.requests.maxPerAccountMinute <= 60,
+    },
+    {
+      target: "every account's due pass started within 30 s of its wakeAt (p99)",
+      result: `p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} over ${f.dueStart.jobs} jobs`,
+      met: f.dueStart.p99Ms !== null && f.dueStart.p99Ms <= 30_000,
+    },
+    {
+      target: 'list-visible lag per account p95 ≤ 1.5 × the single-account figure',
+      result: `median of the accounts' p95: ${s(f.listLag.accountP95.p50Ms)}, pooled p95 ${s(f.listLag.p95Ms)}; single account ${s(f.listLag.singleAccountP95Ms)}`,
+      met: f.listLag.p95Ms !== null && f.listLag.singleAccountP95Ms !== null && f.listLag.p95Ms <= 1.5 * f.listLag.singleAccountP95Ms,
+    },
+    { target: 'no pass of an account overlaps another', result: `${f.overlaps} overlaps`, met: f.overlaps === 0 },
+  ];
+  if (f.kill) {
+    t.push({
+      target: "after kill -9 of a worker, its accounts resume within 60 s",
+      result: `${f.kill.inFlight} in flight; resumed after at most ${s(f.kill.resumedMaxMs)}; ${f.kill.notResumed} not resumed`,
+      met: f.kill.notResumed === 0 && (f.kill.resumedMaxMs ?? 0) <= 60_000,
+    });
+    t.push({
+      target: 'no reply posted twice (replies waiting at the kill)',
+      result: `${f.replies.postedOnce} of ${f.replies.expected} posted once, ${f.replies.postedTwice} twice, ${f.replies.missing} not yet`,
+      met: f.replies.postedTwice === 0 && f.replies.missing === 0,
+    });
+  }
+  const exits = f.workers.filter((w) => w.exit);
+  t.push({
+    target: 'SIGTERM: every worker exits 0 within 10 s',
+    result: exits.map((w) => `${((w.exit!.ms) / 1000).toFixed(1)} s (exit ${w.exit!.code})`).join(', '),
+    met: exits.every((w) => w.exit!.code === 0 && w.exit!.ms <= 10_000),
+  });
+  return t;
+}
+
+export function renderFleetMarkdown(f: FleetRunFigures): string {
+  const mb = (b: number | undefined) => (b === undefined ? '—' : `${Math.round(b / 1048576)} MB`);
+  const lines = [
+    `${f.config.accounts} accounts active of ${f.config.registered} registered, ${f.config.workers} workers × ${f.config.concurrency} slots, ` +
+      `${f.config.minutes} min real time, activity ${f.config.activityScale} × the small workload${f.config.killAt ? `, kill -9 of a worker at ${f.config.killAt} min` : ''}.`,
+    '',
+    '| target | result | met |',
+    '|---|---|---|',
+    ...f.targets.map((t) => `| ${t.target} | ${t.result} | ${t.met ? 'yes' : '**no**'} |`),
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| requests | ${f.requests.total} (${f.requests.perSecond.toFixed(1)}/s), ${f.requests.accountsSynced} accounts synced |`,
+    `| due pass start after wakeAt | p50 ${s(f.dueStart.p50Ms)}, p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} (${f.dueStart.jobs} jobs) |`,
+    `| list-visible lag | p50 ${s(f.listLag.p50Ms)}, p95 ${s(f.listLag.p95Ms)} over ${f.listLag.changes} changes (${f.listLag.unseen} not seen by the end) |`,
+    ...f.workers.map(
+      (w) =>
+        `| worker ${w.n}${w.killed ? ' (killed)' : ''} | CPU mean ${w.proc?.cpuMeanPercent.toFixed(0) ?? '—'} %, peak ${w.proc?.cpuPeakPercent.toFixed(0) ?? '—'} % of a core; RSS peak ${mb(w.proc?.rssPeakBytes)} |`,
+    ),
+    `| engine (whole database) | ${f.engine.xactsPerSecond.toFixed(0)} transactions/s, ${Math.round(f.engine.tuplesPerSecond)} rows read/s; ${f.engine.jobsCompleted} jobs completed; reconcile query over ${f.config.registered} accounts ${f.engine.reconcileQueryMs.toFixed(0)} ms |`,
+    `| set-up | ${f.setup.migrated} schemas migrated in ${f.setup.migratedSeconds.toFixed(0)} s; ${f.config.registered} accounts registered in ${f.setup.registerSeconds.toFixed(1)} s; views over ${f.config.accounts} schemas rebuilt in ${f.setup.viewsRefreshSeconds.toFixed(1)} s |`,
+  ];
+  return lines.join('\n');
+}
