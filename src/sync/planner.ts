@@ -150,7 +150,18 @@ export function planPass(input: PlannerInput): Plan {
     .liveForecast()
     .reduce((sum, h) => sum + h.details, 0);
   const { pollBudget, floor } = shares(A, liveDetailsPerDay, input.openCount ?? 0, backfilling);
-  const schedule = sweepSchedule(input.history, pollBudget, now, shape);
+  // The sweeps are paced to what the window can sustain beside the details the activity forces: when, at some horizon
+  // of the next 24 h, the slots left and freed by then fall short of the forecast sweeps and details up to then (after
+  // a backfill, which filled the window for the next 24 h; after a burst), every interval is stretched by that shortfall
+  // until the slots free. Otherwise the sweeps, which are never held back, would take every slot as it frees, and the
+  // details a list asked for — reserved behind them — would wait hours.
+  const unstretched = sweepSchedule(input.history, pollBudget, now, shape, 1);
+  const sustain = sustainable(
+    budget.dailyLeft,
+    input.history.freeing,
+    unstretched.liveForecast(now, nextSweepAt(input, unstretched.intervalAt(0))),
+  );
+  const schedule = sustain < 1 ? sweepSchedule(input.history, pollBudget, now, shape, 1 / sustain) : unstretched;
   const sweepMinutes = schedule.intervalAt(0);
 
   // 1. Polls due by their interval (all four at once: a sweep, unless one failed last time).
@@ -170,8 +181,11 @@ export function planPass(input: PlannerInput): Plan {
   // only what is still to come in it: the sweeps due before it ends (after this pass's) and its remaining share of the
   // details. What it already sent is in the window (`dailyLeft`): counting it again in the demand would hold back a
   // whole hour of slots, and in a full window the details a list asked for would wait for the next burst of slots.
-  const forecast = schedule.liveForecast(now, polls.length > 0 ? now + sweepMinutes * MINUTE_MS : nextSweepAt(input, sweepMinutes));
-  const fullHour = schedule.liveForecast();
+  // The reservations follow the unstretched sweeps: a stretch lets the window catch up, it must not hand the polls'
+  // slots to the details (which would stretch the sweeps further).
+  const plannedMinutes = unstretched.intervalAt(0);
+  const forecast = unstretched.liveForecast(now, polls.length > 0 ? now + plannedMinutes * MINUTE_MS : nextSweepAt(input, plannedMinutes));
+  const fullHour = unstretched.liveForecast();
   const dailyLive = fullHour.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
   const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
   const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
@@ -304,7 +318,13 @@ interface SweepSchedule {
  * that the busiest of the last seven days (per its own hourly rates) would have used `pollBudget` polls; stretched
  * when the last 24 h already used more than their share.
  */
-function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number, shape: { minuteAllowed: number; allowed: number }): SweepSchedule {
+function sweepSchedule(
+  h: PlannerHistory,
+  pollBudget: number,
+  now: number,
+  shape: { minuteAllowed: number; allowed: number },
+  sustain = 1,
+): SweepSchedule {
   const bucketNow = Math.floor(now / BUCKET_MS);
   const hourNow = Math.floor(now / HOUR_MS);
   const known = (k: number) => h.firstPollAt !== null && h.firstPollAt <= (bucketNow - k) * BUCKET_MS && k < h.changes.length;
@@ -356,9 +376,10 @@ function sweepSchedule(h: PlannerHistory, pollBudget: number, now: number, shape
   // The shortest interval: a sweep paid for by the polls' share of the minute allowance. The longest: a multiple of
   // the even interval (the poll budget spread over the day).
   const minSweep = LIST_NAMES.length / Math.max(1e-9, shape.minuteAllowed * Math.min(1, pollBudget / Math.max(1, shape.allowed)));
-  const maxSweep = Math.max(minSweep, (POLICY.maxSweepStretch * DAY_MS) / MINUTE_MS / sweepsPerDay);
+  const evenSweep = DAY_MS / MINUTE_MS / sweepsPerDay;
+  const maxSweep = Math.max(minSweep, POLICY.maxSweepStretch * evenSweep);
   const interval = (lambda: number) =>
-    clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, minSweep, maxSweep);
+    stretchTo(clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, minSweep, maxSweep), sustain, evenSweep);
   return {
     intervalAt: (hoursAhead) => interval(expected(hoursAhead)),
     rateAt: expected,
@@ -398,6 +419,32 @@ function paced(now: number, A: number, fullHour: readonly HourForecast[], schedu
     /** When the hour may have sent n. */
     slotAt: (n) => hourStart + Math.ceil((HOUR_MS * (n - 1)) / Math.max(1e-9, target)),
   };
+}
+
+/**
+ * An interval stretched by what the window can sustain (`sustainable`), up to the even interval (the poll budget spread
+ * evenly over the day, which the window was planned for) and never shortened.
+ */
+function stretchTo(interval: number, sustain: number, even: number): number {
+  return sustain <= 1 ? interval : Math.max(interval, Math.min(interval * sustain, even));
+}
+
+/**
+ * The share of the forecast sweeps the window can pay for over the next 24 h beside the forecast details (both with
+ * the live margin), at the end of the worst hour: 1 when it can pay for them all.
+ */
+function sustainable(left: number, freeing: readonly number[], forecast: readonly HourForecast[]): number {
+  let share = 1;
+  let freed = 0;
+  let polls = 0;
+  let details = 0;
+  for (let k = 0; k < forecast.length; k++) {
+    polls += forecast[k]!.polls * POLICY.liveMargin;
+    details += forecast[k]!.details * POLICY.liveMargin;
+    freed += freeing[k] ?? 0;
+    if (polls > 0) share = Math.min(share, Math.max(0, left + freed - details) / polls);
+  }
+  return Math.max(1e-3, share);
 }
 
 /** When the next sweep falls due, if no list is polled now: the first list to fall due (now for one never polled). */
