@@ -37,7 +37,7 @@ export async function readToken(options: TokenSource, stdin: NodeJS.ReadStream =
     case 'stdin':
       return checkToken(await readStdin(stdin), 'standard input');
     case 'file':
-      return checkToken(readTokenFile(resolve(cwd, options.tokenFile!)), `--token-file ${options.tokenFile}`);
+      return checkToken(readTokenFile(options.tokenFile!, resolve(cwd, options.tokenFile!)), `--token-file ${options.tokenFile}`);
     case 'env': {
       const name = options.tokenEnv!;
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError([`--token-env ${JSON.stringify(name)} is not an environment variable's name`]);
@@ -60,18 +60,19 @@ export function checkToken(raw: string, from: string): string {
   return token;
 }
 
-function readTokenFile(path: string): string {
+/** The file `given` (named so in messages) at `path`. */
+function readTokenFile(given: string, path: string): string {
   let size: number;
   try {
     size = statSync(path).size;
   } catch (error) {
-    throw new ConfigError([`--token-file ${path} cannot be read (${(error as NodeJS.ErrnoException).code})`]);
+    throw new ConfigError([`--token-file ${given} cannot be read (${(error as NodeJS.ErrnoException).code})`]);
   }
-  if (size > 64 * 1024) throw new ConfigError([`--token-file ${path} is ${size} bytes: not a token file`]);
+  if (size > 64 * 1024) throw new ConfigError([`--token-file ${given} is ${size} bytes: not a token file`]);
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError([`--token-file ${path} cannot be read (${(error as NodeJS.ErrnoException).code})`]);
+    throw new ConfigError([`--token-file ${given} cannot be read (${(error as NodeJS.ErrnoException).code})`]);
   }
 }
 
