@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       dbSchema: 'public',
       fleetKey: undefined,
       fleetSchema: 'ticket_mirror_fleet',
+      fleetMetricsAccounts: 200,
       dailyLimit: 1440,
       minuteLimit: 60,
       reserve: 0.1,
