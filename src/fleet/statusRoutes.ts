@@ -1,3 +1,5 @@
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
 import { systemClock, type Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
@@ -19,8 +21,8 @@ import type { FleetWorker } from './worker.ts';
  * - `/status.json` — what `fleet status --json` prints, and this worker's id, pid and the accounts it runs now.
  *
  * The fleet's state is read at most once per `maxAgeMs`, one read serving the requests that arrive meanwhile: with
- * 1,000 accounts a read takes a fraction of a second (README), and several scrapers and browsers should not multiply
- * it. Its statements go one at a time (`concurrency` 1): the worker shares the pool.
+ * 1,000 accounts a read costs the database about a second (README, fleet status), and several scrapers and browsers
+ * should not multiply it. Its statements go one at a time (`concurrency` 1), on one connection.
  */
 
 export interface FleetStatusRoutesOptions {
@@ -33,7 +35,7 @@ export interface FleetStatusRoutesOptions {
   logger: Logger;
   /** pg-boss, for its queue counts. @default a reader over the fleet database's pool (queueStatus.ts) */
   queues?: QueueReader;
-  /** A status read is reused this long. @default 5000 */
+  /** A status read is reused this long (a Prometheus scrape interval). @default 15000 */
   maxAgeMs?: number;
 }
 
@@ -47,7 +49,7 @@ export function fleetStatusRoutes(o: FleetStatusRoutesOptions): { routes: Routes
   const queues = o.queues ?? queueReader(db, jobsSchema);
   const metrics = new FleetMetrics({ accountsLimit: o.metricsAccounts ?? 200 });
   metrics.observe(o.worker.events);
-  const maxAgeMs = o.maxAgeMs ?? 5_000;
+  const maxAgeMs = o.maxAgeMs ?? 15_000;
 
   let cached: { at: number; status: Promise<FleetStatus> } | undefined;
   const fleetStatus = (): Promise<FleetStatus> => {
@@ -95,18 +97,33 @@ export function fleetStatusRoutes(o: FleetStatusRoutesOptions): { routes: Routes
   return { routes, metrics };
 }
 
-/** `fleet run`'s seam (cli/commands/fleet.ts, FleetRoutesFactory): these routes for its worker, on the system clock. */
+/**
+ * `fleet run`'s seam (cli/commands/fleet.ts, FleetRoutesFactory): these routes for its worker, on the system clock,
+ * reading through a connection of their own. It is kept open (no idle timeout): with a schema per account, a fresh
+ * session first loads the catalog entries of every account's tables it reads — on 1,000 accounts that costs more than
+ * the reading itself (README, fleet status) — and the worker's own pool is not slowed by these reads.
+ */
 export async function fleetStatusRoutesFactory(o: {
   worker: FleetWorker;
   ctx: { config: Pick<Config, 'fleetMetricsAccounts'>; logger: Logger };
-  fleet: { db: Db; schema: string };
-}): Promise<{ routes: Routes }> {
+  fleet: { databaseUrl: string; schema: string };
+}): Promise<{ routes: Routes; close: () => Promise<void> }> {
+  const pool = new pg.Pool({
+    connectionString: o.fleet.databaseUrl,
+    max: 1,
+    idleTimeoutMillis: 0,
+    application_name: 'ticket-mirror fleet status',
+    options: `-c TimeZone=UTC -c search_path=${o.fleet.schema}`,
+    connectionTimeoutMillis: 10_000,
+  });
+  // An idle client that loses its connection emits 'error' on the pool; without a listener that ends the process.
+  pool.on('error', () => {});
   const { routes } = fleetStatusRoutes({
     worker: o.worker,
-    fleet: o.fleet,
+    fleet: { db: drizzle(pool) as unknown as Db, schema: o.fleet.schema },
     metricsAccounts: o.ctx.config.fleetMetricsAccounts,
     clock: systemClock,
     logger: o.ctx.logger,
   });
-  return { routes };
+  return { routes, close: () => pool.end() };
 }
