@@ -140,10 +140,29 @@ export class JobQueue {
       retryDelay: t.retryDelaySeconds,
       retryBackoff: true,
     };
-    await this.#boss.createQueue(QUEUE, queue);
-    // A queue created by an older worker takes this one's settings (each job carries its own anyway: #sendOptions).
-    await this.#boss.updateQueue(QUEUE, queue);
+    // Workers that start together would deadlock in pg-boss 10's create_queue (two inserts into its queue table, each
+    // waiting on the other's partition lock: ERROR 40P01, seen when bench:fleet starts three workers): one at a time.
+    await this.#oneAtATime(`ticket-mirror:fleet-queue:${this.jobsSchema}`, async () => {
+      await this.#boss.createQueue(QUEUE, queue);
+      // A queue created by an older worker takes this one's settings (each job carries its own anyway: #sendOptions).
+      await this.#boss.updateQueue(QUEUE, queue);
+    });
     this.#started = true;
+  }
+
+  /** Runs `work` holding a session advisory lock on `key`, on a connection of the pool kept for it meanwhile. */
+  async #oneAtATime(key: string, work: () => Promise<void>): Promise<void> {
+    const client = await this.#pool.connect();
+    try {
+      await client.query('select pg_advisory_lock(hashtext($1))', [key]);
+      try {
+        await work();
+      } finally {
+        await client.query('select pg_advisory_unlock(hashtext($1))', [key]);
+      }
+    } finally {
+      client.release();
+    }
   }
 
   /**
