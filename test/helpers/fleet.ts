@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/connect.ts';
@@ -52,6 +55,8 @@ export interface TestFleet {
   syncRuns(account: string): Promise<Array<{ start: number; end: number; requests: number }>>;
   /** Every pass the workers logged ("fleet pass" lines; LOG_LEVEL debug logs the ones without requests too). */
   passes(): FleetPass[];
+  /** Writes every worker's log into a file of the temporary folder (for a failed test); returns its path. */
+  dumpLogs(): string;
   /** The account's jobs in pg-boss that are not finished. */
   openJobs(account: string): Promise<Array<{ state: string; dueInMs: number }>>;
   close(): Promise<void>;
@@ -145,6 +150,11 @@ export async function testFleet(url: string): Promise<TestFleet> {
         }
       }
       return out.sort((a, b) => a.start - b.start);
+    },
+    dumpLogs() {
+      const path = join(tmpdir(), `${schema}-workers.log`);
+      writeFileSync(path, workers.map((w) => `===== worker ${w.pid} (exit ${w.child.exitCode})\n${w.output()}`).join('\n'));
+      return path;
     },
     async openJobs(account) {
       const { rows } = await admin.query<{ state: string; due_in_ms: string }>(

@@ -24,7 +24,9 @@ describe.skipIf(!postgresUrl)('fleet run: workers on one PostgreSQL', { timeout:
   beforeEach(async () => {
     f = await testFleet(postgresUrl!);
   });
-  afterEach(async () => {
+  afterEach(async ({ task }) => {
+    // The workers' logs outlive a failed test: where to look is printed.
+    if (task.result?.state === 'fail') console.error(`fleet workers' logs: ${f.dumpLogs()}`);
     await f.close();
   });
 

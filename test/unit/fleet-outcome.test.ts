@@ -30,8 +30,8 @@ describe('a fleet pass decides its account’s row as the daemon decides its own
     ['a pass that ran', { kind: 'passed', summary: summary() }, 2, { state: 'ok', failures: 0, notBefore: null, nextPassAt: NOW + 10 * MIN }],
     ['server trouble: 1 min, doubling', { kind: 'passed', summary: summary('server_error', ['503']) }, 2, { state: 'failing', failures: 3, notBefore: NOW + 4 * MIN, nextPassAt: NOW + 10 * MIN }],
     ['a failure: 1 min first', { kind: 'failed', error: new Error('boom') }, 0, { state: 'failing', failures: 1, notBefore: NOW + MIN, nextPassAt: NOW + 10 * MIN }],
-    ['a refused token: 15 min first', { kind: 'failed', error: new AuthError('401') }, 0, { state: 'auth_failed', failures: 1, notBefore: NOW + 15 * MIN, nextPassAt: NOW + 15 * MIN }],
-    ['a token refused for a reply', { kind: 'passed', summary: summary(), afterPassError: new AuthError('403') }, 1, { state: 'auth_failed', failures: 2, notBefore: NOW + 30 * MIN, nextPassAt: NOW + 30 * MIN }],
+    ['a refused token: 15 min first', { kind: 'failed', error: new AuthError('401', 401) }, 0, { state: 'auth_failed', failures: 1, notBefore: NOW + 15 * MIN, nextPassAt: NOW + 15 * MIN }],
+    ['a token refused for a reply', { kind: 'passed', summary: summary(), afterPassError: new AuthError('403', 403) }, 1, { state: 'auth_failed', failures: 2, notBefore: NOW + 30 * MIN, nextPassAt: NOW + 30 * MIN }],
     ['a token that does not open', { kind: 'failed', error: new SealError('wrong key', 'wrong_key') }, 0, { state: 'auth_failed', failures: 1, notBefore: NOW + 15 * MIN, nextPassAt: NOW + 15 * MIN }],
     ['the outbox failed otherwise: the pass counts', { kind: 'passed', summary: summary(), afterPassError: new TransientError('reset') }, 3, { state: 'ok', failures: 0, notBefore: null, nextPassAt: NOW + 10 * MIN }],
   ])('%s', (_, result, failures, expected) => {
@@ -48,7 +48,7 @@ describe('a fleet pass decides its account’s row as the daemon decides its own
     expect(decide(ok, { planWakeAt: NOW }).nextPassAt).toBe(NOW + 1_200);
     expect(decide(ok, { planWakeAt: NOW + 3 * 60 * MIN }).nextPassAt).toBe(NOW + 30 * MIN);
     expect(decide(ok, { planWakeAt: null }).nextPassAt).toBe(NOW + MIN);
-    const auth = decide({ kind: 'failed', error: new AuthError('401') }, { failures: 4, planWakeAt: NOW });
+    const auth = decide({ kind: 'failed', error: new AuthError('401', 401) }, { failures: 4, planWakeAt: NOW });
     expect(auth.nextPassAt).toBe(NOW + 120 * MIN);
   });
 });
