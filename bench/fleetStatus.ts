@@ -1,7 +1,8 @@
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { openDatabase, queryRows, sql } from '../src/db/connect.ts';
-import { openFleetDatabase } from '../src/db/fleet.ts';
+import { openFleetDatabase, type FleetDatabase } from '../src/db/fleet.ts';
 import { migratedSchemas } from '../src/db/repos/fleetStatus.ts';
 import { loadFleetStatus } from '../src/fleet/fleetStatus.ts';
 import { formatFleetStatus } from '../src/fleet/formatFleetStatus.ts';
@@ -14,22 +15,24 @@ import { DAY_MS } from '../src/time.ts';
  *   --database URL   a PostgreSQL database of its own (it gets N schemas tm_b0001…, a control schema tm_bench_fleet and
  *                    pg-boss's tm_bench_fleet_jobs). @default $BENCH_DATABASE_URL
  *   --accounts N     @default 1000
- *   --tickets N      tickets per account, two thirds with a detail. @default 300
- *   --requests N     ledger rows per account in the last 24 h (the small workload spends ~1,000). @default 1000
+ *   --tickets N      tickets per account, two thirds with a detail. @default 440 (the small workload's)
+ *   --requests N     ledger rows per account in the last 24 h. @default 1250 (the small workload sends 1,246 a day)
  *   --runs N         timed reads. @default 5
  *
  * Setting up is idempotent and slow the first time (a migration per schema, ~1–2 s each, two at a time): the schemas,
- * rows and accounts already there are kept, so a second run only measures. The accounts get every state (ok, failing,
- * auth_failed, new, paused); no worker runs. Reported: the median and the slowest read, and the statements of one read
- * (counted at the pool).
+ * rows and accounts already there are kept (topped up to the counts asked), so a second run only measures. The
+ * accounts get every state (ok, failing, auth_failed, new, paused); no worker runs. Reported, over --runs reads each:
+ * cold (a new connection per read, as `fleet status` makes one) and warm (the same connection again, as fleet run's
+ * routes keep one), median and slowest; the statements of one read (counted at the pool); the load average, since
+ * other work on the machine shows in every figure.
  */
 
 const { values: opts } = parseArgs({
   options: {
     database: { type: 'string', default: process.env.BENCH_DATABASE_URL },
     accounts: { type: 'string', default: '1000' },
-    tickets: { type: 'string', default: '300' },
-    requests: { type: 'string', default: '1000' },
+    tickets: { type: 'string', default: '440' },
+    requests: { type: 'string', default: '1250' },
     runs: { type: 'string', default: '5' },
   },
 });
@@ -61,21 +64,36 @@ if (missing.length > 0) console.log(`migrated ${missing.length} schemas`);
 let filled = 0;
 for (const [i, account] of names.entries()) {
   const s = sql.raw(`"tm_${account}"`);
-  const [row] = await queryRows<{ n: number }>(fleet.db, sql`select count(*)::int as n from ${s}.tickets`);
-  if (row!.n > 0) continue;
   const since = new Date(now - DAY_MS).toISOString();
+  const [row] = await queryRows<{ tickets: number; requests: number; runs: number }>(
+    fleet.db,
+    sql`select (select count(*)::int from ${s}.tickets) as tickets,
+      (select count(*)::int from ${s}.api_requests where at > ${since}::timestamptz) as requests,
+      (select count(*)::int from ${s}.sync_runs) as runs`,
+  );
+  const tickets = Number(opts.tickets) - row!.tickets;
+  const requests = Number(opts.requests) - row!.requests;
+  if (tickets <= 0 && requests <= 0 && row!.runs > 0) continue;
   await fleet.db.transaction(async (tx) => {
-    await tx.execute(sql`insert into ${s}.tickets (id, in_open, in_resolved, first_seen_at, last_seen_at, detail_synced_at, deleted_at)
-      select 't' || g, g % 3 = 0, g % 3 <> 0, now(), now(), case when g % 3 <> 2 then now() end, case when g % 50 = 0 then now() end
-      from generate_series(1, ${Number(opts.tickets)}) g`);
-    await tx.execute(sql`insert into ${s}.api_requests (at, method, path, status, duration_ms, kind, ratelimit_remaining)
-      select ${since}::timestamptz + (g * interval '86 seconds'), 'GET', '/api/v1/tickets/x', case when g % 97 = 0 then 503 else 200 end,
-        40, 'detail', 60 - (g % 7)
-      from generate_series(1, ${Number(opts.requests)}) g`);
-    await tx.execute(sql`insert into ${s}.sync_runs (started_at, finished_at, requests, error)
-      select now() - g * interval '15 minutes', now() - g * interval '15 minutes' + interval '10 seconds', 10,
-        case when (g + ${i}) % 5 = 0 then 'ticket 7: HTTP 503' end
-      from generate_series(1, 96) g`);
+    // Tickets: two thirds with a detail, one in fifty deleted.
+    if (tickets > 0) {
+      await tx.execute(sql`insert into ${s}.tickets (id, in_open, in_resolved, first_seen_at, last_seen_at, detail_synced_at, deleted_at)
+        select 't' || g, g % 3 = 0, g % 3 <> 0, now(), now(), case when g % 3 <> 2 then now() end, case when g % 50 = 0 then now() end
+        from generate_series(${row!.tickets + 1}::int, ${Number(opts.tickets)}::int) g`);
+    }
+    // The ledger: requests spread over the last 24 h, each with the server's remaining count (no other client).
+    if (requests > 0) {
+      await tx.execute(sql`insert into ${s}.api_requests (at, method, path, status, duration_ms, kind, ratelimit_remaining)
+        select ${since}::timestamptz + interval '1 minute' + (random() * interval '23 hours 58 minutes'), 'GET', '/api/v1/ticket/x',
+          case when g % 97 = 0 then 503 else 200 end, 40, 'detail', 59
+        from generate_series(1, ${requests}::int) g`);
+    }
+    if (row!.runs === 0) {
+      await tx.execute(sql`insert into ${s}.sync_runs (started_at, finished_at, requests, error)
+        select now() - g * interval '15 minutes', now() - g * interval '15 minutes' + interval '10 seconds', 10,
+          case when (g + ${i}) % 5 = 0 then 'ticket 7: HTTP 503' end
+        from generate_series(1, 96) g`);
+    }
   });
   filled++;
 }
@@ -98,30 +116,55 @@ if (count < n) {
   console.log(`added ${n - count} accounts`);
 }
 
-// 3. The reads, timed, statements counted at the pool.
-const pool = (fleet.db as unknown as { $client: pg.Pool }).$client;
-let statements = 0;
-const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-(pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-  statements++;
-  return query(...args);
-};
+// 3. The reads, timed: cold (a new connection, as `fleet status` makes) and warm (the same one, as fleet run's routes).
+await fleet.close();
 const jobsSchema = `${FLEET}_jobs`;
-const queues = queueReader(fleet.db, jobsSchema);
-const times: number[] = [];
-let counted = 0;
-let text = '';
-for (let run = 0; run < Number(opts.runs); run++) {
+let statements = 0;
+const counted = (db: FleetDatabase) => {
+  const pool = (db.db as unknown as { $client: pg.Pool }).$client;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    statements++;
+    return query(...args);
+  };
+  return db;
+};
+const read = async (db: FleetDatabase) => {
   statements = 0;
   const started = performance.now();
-  const status = await loadFleetStatus({ db: fleet.db, schema: FLEET, jobsSchema, queues, now: Date.now() });
-  times.push(performance.now() - started);
-  counted = statements;
-  if (run === 0) text = formatFleetStatus(status);
+  const status = await loadFleetStatus({ db: db.db, schema: FLEET, jobsSchema, queues: queueReader(db.db, jobsSchema), now: Date.now() });
+  return { ms: performance.now() - started, status, statements };
+};
+const runs = Number(opts.runs);
+const cold: number[] = [];
+let text = '';
+let perRead = 0;
+for (let run = 0; run < runs; run++) {
+  const db = counted(await openFleetDatabase({ databaseUrl, schema: FLEET, poolSize: 2 }));
+  const r = await read(db);
+  await db.close();
+  cold.push(r.ms);
+  perRead = r.statements;
+  if (run === 0) text = formatFleetStatus(r.status);
 }
-await fleet.close();
-times.sort((a, b) => a - b);
+const warm: number[] = [];
+const db = counted(await openFleetDatabase({ databaseUrl, schema: FLEET, poolSize: 2 }));
+await read(db);
+for (let run = 0; run < runs; run++) warm.push((await read(db)).ms);
+await db.close();
+const median = (xs: number[]) => Math.round([...xs].sort((a, b) => a - b)[xs.length >> 1]!);
 console.log(text.split('\n').slice(0, 12).join('\n'));
 console.log(
-  JSON.stringify({ accounts: n, runs: times.length, medianMs: Math.round(times[times.length >> 1]!), maxMs: Math.round(times.at(-1)!), statements: counted }),
+  JSON.stringify({
+    accounts: n,
+    ledgerRowsPerAccount: Number(opts.requests),
+    ticketsPerAccount: Number(opts.tickets),
+    statements: perRead,
+    coldMedianMs: median(cold),
+    coldMaxMs: Math.round(Math.max(...cold)),
+    warmMedianMs: median(warm),
+    warmMaxMs: Math.round(Math.max(...warm)),
+    loadAverage1m: Number(loadavg()[0]!.toFixed(1)),
+    cores: cpus().length,
+  }),
 );

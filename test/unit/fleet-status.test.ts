@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { Account } from '../../src/db/repos/accounts.ts';
+import { intList } from '../../src/db/repos/fleetStatus.ts';
 import { accountStatus, safeText, totalsOf, worstFirst, type AccountStatus, type FleetStatus } from '../../src/fleet/fleetStatus.ts';
 import { formatFleetStatus } from '../../src/fleet/formatFleetStatus.ts';
 import { errorKind, FleetMetrics, labelledAccounts } from '../../src/fleet/metrics.ts';
@@ -66,6 +67,14 @@ describe('accountStatus', () => {
     const a = accountStatus(account('b', { dailyLimit: 100, minuteLimit: 20, reserve: 0.2 }), { ...figures(1), samples }, null, NOW);
     expect(a.budget).toEqual({ dailyAllowed: 80, dailyUsed: 30, dailyLeft: 50, minuteAllowed: 16, minuteUsed: 30 });
   });
+});
+
+describe('intList', () => {
+  it.each([
+    ['{}', []],
+    ['{7}', [7]],
+    ['{1,-2,NULL,86399999}', [1, -2, null, 86_399_999]],
+  ])('%s', (literal, list) => expect(intList(literal)).toEqual(list));
 });
 
 describe('safeText', () => {
