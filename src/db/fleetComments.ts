@@ -11,7 +11,7 @@ const s = (text: string): ColumnDoc => ({ text, unit: 'seconds' });
 
 const ACCOUNT = 'the account (accounts.name)';
 const ONE_BRANCH =
-  'One branch per account whose schema has been migrated (an account whose schema does not exist yet is left out); rebuilt by refresh_fleet_views() as accounts are added and removed. Filter on account to read one account\'s schema only.';
+  'Reads the accounts table when queried: the rows of every account whose schema has the relation with each column read (an account whose schema does not exist yet is left out), one account\'s query at a time, with the caller\'s privileges. For one account, its own schema is faster to query.';
 
 export const FLEET_RELATIONS: Readonly<Record<string, RelationDoc>> = {
   accounts: {
@@ -112,14 +112,19 @@ export const FLEET_RELATIONS: Readonly<Record<string, RelationDoc>> = {
   },
 };
 
+const ROWS = (view: string, source: string) => ({
+  signature: `${view}_rows()`,
+  about: `The rows of the view ${view}: each account's ${source}, the account's name in front; see the view.`,
+});
+
 export const FLEET_FUNCTIONS: readonly FunctionDoc[] = [
   {
-    signature: 'refresh_fleet_views()',
+    signature: 'fleet_queries(text, jsonb)',
     about:
-      'Rebuilds fleet_tickets, account_backlog, account_first_response and account_resolution from the accounts whose schema exists and is migrated; returns how many accounts fleet_tickets covers. Called by the trigger on accounts and by a worker after it first migrates an account\'s schema; runs as its owner.',
+      'For the relation named and the columns given ([[name, type], …]), one query per account whose schema has that relation with each of those columns: the account\'s name and the query\'s text. What the fleet views run.',
   },
-  {
-    signature: 'accounts_refresh_fleet_views()',
-    about: 'The trigger function of accounts: refresh_fleet_views() after each statement that adds or removes accounts or moves one to another schema.',
-  },
+  ROWS('fleet_tickets', 'tickets'),
+  ROWS('account_backlog', 'open_backlog_daily'),
+  ROWS('account_first_response', 'ticket_first_response'),
+  ROWS('account_resolution', 'ticket_resolution'),
 ];

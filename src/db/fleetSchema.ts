@@ -7,8 +7,8 @@ import { check, customType, doublePrecision, integer, pgTable, text, timestamp }
  * fleet section for why). Declared without a schema and reached through `search_path`, like db/schema.ts; its
  * migrations are generated into migrations/fleet/ by `npm run db:generate` (drizzle.fleet.config.ts).
  *
- * The cross-account views (fleet_tickets, account_backlog, …) are not declared here: they are rebuilt from the rows by
- * the function refresh_fleet_views() of migration fleet/0001, as accounts come and go.
+ * The cross-account views (fleet_tickets, account_backlog, …) are not declared here: they are SQL (migration fleet/0002),
+ * views over functions that read this table when queried.
  */
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'string', precision: 6 });

@@ -235,11 +235,8 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
         sql`select attname::text as name from pg_attribute where attrelid = 'fleet_tickets'::regclass and attnum > 0 order by attnum`,
       );
       expect(columns.map((c) => c.name)).toEqual(Object.keys(FLEET_RELATIONS.fleet_tickets!.columns));
-      // Filtering on the account reads that account's schema alone (the planner drops the other branches).
-      const plan = await queryRows<{ 'QUERY PLAN': string }>(fleet.db, sql.raw(`explain (verbose) select id from fleet_tickets where account = '${a}'`));
-      const text = plan.map((p) => p['QUERY PLAN']).join('\n');
-      expect(text).toContain(`tm_${a}`);
-      expect(text).not.toContain(`tm_${b}`);
+      // A filter on the account gives that account's rows.
+      expect(await queryRows(fleet.db, sql`select id from fleet_tickets where account = ${b} order by id`)).toEqual([{ id: 'B1' }, { id: 'B2' }]);
     });
 
     it("account_backlog, account_first_response and account_resolution follow each account's own report settings", async () => {
@@ -277,10 +274,29 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
       ]);
     });
 
-    it('leaves a removed account out, and takes in an account whose schema appears (refreshFleetViews)', async () => {
+    it("holds no dependency on an account's objects, and finds them by name when queried", async () => {
+      // A migration of an account's schema may drop or change any view: nothing of the control schema is in its way.
+      const [deps] = await queryRows<{ n: number }>(
+        fleet.db,
+        sql`select count(*)::int as n
+            from pg_depend d
+            join pg_rewrite r on d.classid = 'pg_rewrite'::regclass and d.objid = r.oid
+            join pg_class v on v.oid = r.ev_class
+            join pg_class t on d.refclassid = 'pg_class'::regclass and t.oid = d.refobjid
+            where v.relnamespace = ${FLEET}::regnamespace and t.relnamespace <> ${FLEET}::regnamespace`,
+      );
+      expect(deps!.n).toBe(0);
+      await dbA.db.execute(sql`alter view ticket_resolution rename to ticket_resolution_away`);
+      expect((await queryRows<{ account: string }>(fleet.db, sql`select distinct account from account_resolution`)).map((r) => r.account)).toEqual([b]);
+      expect((await queryRows<{ account: string }>(fleet.db, sql`select distinct account from fleet_tickets order by 1`)).map((r) => r.account)).toEqual([a, b]);
+      await dbA.db.execute(sql`alter view ticket_resolution_away rename to ticket_resolution`);
+      expect((await queryRows<{ account: string }>(fleet.db, sql`select distinct account from account_resolution order by 1`)).map((r) => r.account)).toEqual([a, b]);
+    });
+
+    it('leaves a removed account out, and takes in an account whose schema appears, at once', async () => {
       await fleet.db.transaction((tx) => deleteAccount(tx, b));
       expect((await queryRows<{ account: string }>(fleet.db, sql`select distinct account from fleet_tickets`)).map((r) => r.account)).toEqual([a]);
-      // Dropping b's schema is possible now: no view of the fleet reads it any more.
+      // Nothing of the fleet depends on b's schema: it can be dropped.
       await dbB!.close();
       dbB = undefined;
       await superuser((client) => client.query(`drop schema "tm_${b}" cascade`));
@@ -291,14 +307,16 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
       } finally {
         await dbC.close();
       }
-      expect(await refreshFleetViews(fleet.db)).toBe(2);
-      const accounts = await queryRows<{ account: string; n: number }>(fleet.db, sql`select account, count(*)::int as n from fleet_tickets group by 1 order by 1`);
-      expect(accounts).toEqual([
+      // No refresh: the views read the accounts when queried.
+      const counts = sql`select account, count(*)::int as n from fleet_tickets group by 1 order by 1`;
+      expect(await queryRows(fleet.db, counts)).toEqual([
         { account: a, n: 2 },
         { account: c, n: 2 },
       ]);
+      expect(await refreshFleetViews(fleet.db)).toBe(2);
       // Re-added under the same name with its schema gone: left out again, nothing fails.
       await fleet.db.transaction((tx) => insertAccount(tx, account(b)));
+      expect(await queryRows(fleet.db, counts)).toHaveLength(2);
       expect(await refreshFleetViews(fleet.db)).toBe(2);
     });
 
@@ -313,7 +331,7 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
         expect((await reader.query(`select count(*)::int as n from "tm_${a}".ticket_first_response`)).rows).toEqual([{ n: 2 }]);
         expect(await sqlState(reader.query(`select * from "${FLEET}".accounts`))).toBe('42501');
         expect(await sqlState(reader.query(`select * from "${FLEET}".fleet_tickets`))).toBe('42501');
-        expect(await sqlState(reader.query(`select "${FLEET}".refresh_fleet_views()`))).toBe('42501');
+        expect(await sqlState(reader.query(`select * from "${FLEET}".fleet_tickets_rows()`))).toBe('42501');
         expect(await sqlState(reader.query(`select * from "tm_${c}".tickets`))).toBe('42501');
         // Through a view of its own account no more than the account either.
         expect(await sqlState(reader.query(`create view "tm_${a}".peek as select * from "tm_${c}".tickets`))).toBe('42501');

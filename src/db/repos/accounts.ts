@@ -122,7 +122,7 @@ function toAccount(r: AccountRow): Account {
 
 /**
  * Adds an account; AccountExistsError when the name or the schema is taken (nothing written, the transaction usable).
- * The statement's trigger rebuilds the fleet views, which leave the account out until its schema is migrated.
+ * The fleet views leave the account out until its schema is migrated.
  */
 export async function insertAccount(tx: Tx, a: NewAccount): Promise<void> {
   const inserted = await queryRows<{ name: string }>(
@@ -185,18 +185,21 @@ export async function replaceSealedToken(tx: Tx, name: string, tokenSealed: Buff
 }
 
 /**
- * Rebuilds the views across the fleet (fleet_tickets, account_backlog, account_first_response, account_resolution);
- * returns how many accounts they cover. Adding and removing accounts does it by itself (a trigger); a worker calls this
- * after it first migrates an account's schema, so the account appears in them.
+ * How many accounts the views across the fleet (fleet_tickets, account_backlog, account_first_response,
+ * account_resolution) can read: those whose schema has its tickets table. There is nothing to rebuild: since fleet
+ * migration 0002 the views read the accounts table when they are queried, one account's query at a time, so an account
+ * added, removed or just migrated is in them at once. A worker calls this after first migrating an account's schema.
  */
 export async function refreshFleetViews(tx: Tx): Promise<number> {
-  const [row] = await queryRows<{ n: number }>(tx, sql`select refresh_fleet_views() as n`);
+  const [row] = await queryRows<{ n: number }>(
+    tx,
+    sql`select count(*)::int as n from accounts a where to_regclass(format('%I.tickets', a.schema_name)) is not null`,
+  );
   return row!.n;
 }
 
 /**
- * Drops the schema of an account's mirror and everything in it. Call it after deleteAccount in the same transaction:
- * the fleet views then no longer read it. Refuses `public` (an adopted single-account mirror lives there, and other
+ * Drops the schema of an account's mirror and everything in it; call it after deleteAccount, in the same transaction. Refuses `public` (an adopted single-account mirror lives there, and other
  * things may too) and any name that is not a plain lower-case identifier.
  */
 export async function dropAccountSchema(tx: Tx, schema: string): Promise<void> {
