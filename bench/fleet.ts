@@ -19,8 +19,8 @@ import { SMALL } from './workload.ts';
  * the rest paused, so the engine carries a large registry. At `--kill-at` minutes (5; 0 = never) one worker is killed
  * with SIGKILL and replies are waiting in 50 accounts. The simulator runs in this process, its activity at
  * `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
- * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. Writes bench/fleet-results.json and prints the
- * README's table.
+ * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--provision-only`: migrate and register, then
+ * stop (the account schemas are kept for the next run). Writes bench/fleet-results.json and prints the README's table.
  */
 
 const args = process.argv.slice(2);
@@ -64,6 +64,12 @@ log(
   `provisioned: ${setup.migrated} schemas migrated in ${setup.migratedSeconds.toFixed(0)} s, the rest emptied in ${setup.emptiedSeconds.toFixed(1)} s; ` +
     `${REGISTERED} accounts registered in ${setup.registerSeconds.toFixed(1)} s; views over ${ACCOUNTS} schemas rebuilt in ${setup.viewsRefreshSeconds.toFixed(1)} s`,
 );
+
+if (args.includes('--provision-only')) {
+  await setup.fleet.close();
+  await sim.close();
+  process.exit(0);
+}
 
 // Every account's dataset is built now (the change recorder reads it), before the clock of the run starts.
 const recorders = new Map<number, ChangeRecorder>();

@@ -67,9 +67,10 @@ export async function provision(url: string, o: { active: number; registered: nu
 
     let started = performance.now();
     const present = schemas.filter((s) => existing.has(s));
-    for (let i = 0; i < present.length; i += 100) {
-      const tables = present.slice(i, i + 100).flatMap((s) => MIRROR_TABLES.map((t) => `${quoteIdent(s)}.${quoteIdent(t)}`));
-      await admin.query(`truncate ${tables.join(', ')} restart identity`);
+    // DELETE, not TRUNCATE: the tables are small, and a truncate's new files cost some 80 ms a table.
+    for (let i = 0; i < present.length; i += 50) {
+      const statements = present.slice(i, i + 50).flatMap((s) => MIRROR_TABLES.map((t) => `delete from ${quoteIdent(s)}.${quoteIdent(t)};`));
+      await admin.query(statements.join('\n'));
     }
     const emptiedSeconds = (performance.now() - started) / 1000;
 
