@@ -12,8 +12,9 @@ import { readQueues, type QueueReader, type QueuesView } from './queueStatus.ts'
  * pass: db/repos/fleetStatus.ts) and pg-boss's queues. What `fleet status` prints, `/status.json` of `fleet run`
  * serves, and the fleet's /metrics and status page show.
  *
- * Statements: 1 (accounts) + 1 (which schemas are migrated) + ⌈accounts / BATCH⌉ (the mirrors, `concurrency` at a
- * time) + 1 + 4 per pg-boss queue. For 1,000 accounts and one queue: 28.
+ * Statements per read: 1 (accounts) + 1 (which schemas are migrated) + ⌈accounts / 50⌉ (the mirrors, `concurrency`
+ * at a time) + pg-boss: 1 (installed?) + 1 (queues) + 4 per queue + 1 (running accounts). For 1,000 accounts and the
+ * worker's one queue: 29 (23 before any worker has installed pg-boss, as bench/fleetStatus.ts counts).
  */
 
 /** What an account is doing, as shown: the worker's state, except that a paused account is `paused`. */
@@ -76,7 +77,7 @@ export interface FleetStatus {
   jobs: QueuesView;
 }
 
-export interface LoadFleetStatusOptions {
+export interface LoadFleetStatusOptions extends FiguresOptions {
   /** The control schema's handle (db/fleet.ts): search_path is the fleet schema; accounts' schemas are named. */
   db: Db;
   schema: string;
@@ -84,6 +85,14 @@ export interface LoadFleetStatusOptions {
   /** pg-boss, read through its API (queueStatus.ts); a started instance or a reader. */
   queues: QueueReader;
   now: number;
+  /**
+   * Where the mirrors' figures come from: by default read now (readMirrorFigures); fleet run's routes keep a read for a
+   * while (statusRoutes.ts), as it costs most of the whole.
+   */
+  figures?: (accounts: readonly Account[]) => Promise<Map<string, MirrorFigures>>;
+}
+
+export interface FiguresOptions {
   /** Accounts per statement. @default 50 */
   batch?: number;
   /** Statements at once (keep it at most the pool's size). @default 2 */
@@ -92,24 +101,26 @@ export interface LoadFleetStatusOptions {
 
 export async function loadFleetStatus(o: LoadFleetStatusOptions): Promise<FleetStatus> {
   const accounts = await listAccounts(o.db);
-  const migrated = await migratedSchemas(o.db, accounts.map((a) => a.schemaName));
-  const readable = accounts.filter((a) => migrated.has(a.schemaName));
-  const [figures, jobs] = await Promise.all([readFigures(o, readable), readQueues(o.queues, o.db, o.jobsSchema)]);
-  const rows = accounts.map((a) => accountStatus(a, figures.get(a.schemaName), jobs.running.get(a.name) ?? null, o.now));
+  const figures = o.figures ?? ((list) => readMirrorFigures(o.db, list, o.now, o));
+  const [found, jobs] = await Promise.all([figures(accounts), readQueues(o.queues, o.db, o.jobsSchema)]);
+  const rows = accounts.map((a) => accountStatus(a, found.get(a.schemaName), jobs.running.get(a.name) ?? null, o.now));
   rows.sort(worstFirst);
   return { now: new Date(o.now).toISOString(), schema: o.schema, accounts: rows, totals: totalsOf(rows), jobs: jobs.view };
 }
 
-async function readFigures(o: LoadFleetStatusOptions, accounts: Account[]): Promise<Map<string, MirrorFigures>> {
+/** The figures of every account whose mirror is migrated, by schema: one statement per `batch` accounts. */
+export async function readMirrorFigures(db: Db, accounts: readonly Account[], now: number, o: FiguresOptions = {}): Promise<Map<string, MirrorFigures>> {
+  const migrated = await migratedSchemas(db, accounts.map((a) => a.schemaName));
+  const readable = accounts.filter((a) => migrated.has(a.schemaName));
   const size = o.batch ?? 50;
   const batches: Account[][] = [];
-  for (let i = 0; i < accounts.length; i += size) batches.push(accounts.slice(i, i + size));
+  for (let i = 0; i < readable.length; i += size) batches.push(readable.slice(i, i + size));
   const all = new Map<string, MirrorFigures>();
   let next = 0;
   const lane = async () => {
     while (next < batches.length) {
       const batch = batches[next++]!;
-      const found = await mirrorFigures(o.db, batch.map((a) => ({ schema: a.schemaName, minuteLimit: a.minuteLimit })), o.now);
+      const found = await mirrorFigures(db, batch.map((a) => ({ schema: a.schemaName, minuteLimit: a.minuteLimit })), now);
       for (const [schema, f] of found) all.set(schema, f);
     }
   };

@@ -5,7 +5,9 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { loadFleetStatus, type FleetStatus } from './fleetStatus.ts';
+import type { Account } from '../db/repos/accounts.ts';
+import type { MirrorFigures } from '../db/repos/fleetStatus.ts';
+import { loadFleetStatus, readMirrorFigures, type FleetStatus } from './fleetStatus.ts';
 import type { Answer, Routes } from './httpServer.ts';
 import { jobsSchemaOf } from './jobQueue.ts';
 import { FleetMetrics } from './metrics.ts';
@@ -20,9 +22,11 @@ import type { FleetWorker } from './worker.ts';
  * - `/status`  — the HTML page with the account table, worst first (`/` redirects there).
  * - `/status.json` — what `fleet status --json` prints, and this worker's id, pid and the accounts it runs now.
  *
- * The fleet's state is read at most once per `maxAgeMs`, one read serving the requests that arrive meanwhile: with
- * 1,000 accounts a read costs the database about a second (README, fleet status), and several scrapers and browsers
- * should not multiply it. Its statements go one at a time (`concurrency` 1), on one connection.
+ * The fleet's state is read at most once per `maxAgeMs` (15 s), one read serving the requests that arrive meanwhile, and
+ * the accounts' mirrors — ledgers, backfill, last clean pass: most of a read's cost, ~3 s of the database's CPU for
+ * 1,000 accounts (README, fleet status) — at most once per `figuresMaxAgeMs` (60 s): several scrapers and browsers must
+ * not multiply it. Lag and budget are computed at each read from what was read. Its statements go one at a time
+ * (`concurrency` 1), on one connection.
  */
 
 export interface FleetStatusRoutesOptions {
@@ -37,6 +41,11 @@ export interface FleetStatusRoutesOptions {
   queues?: QueueReader;
   /** A status read is reused this long (a Prometheus scrape interval). @default 15000 */
   maxAgeMs?: number;
+  /**
+   * The mirrors' figures (ledgers, backfill) are reused this long: a budget may then miss the requests of the last
+   * minute, a backfill count lag by as much. @default 60000
+   */
+  figuresMaxAgeMs?: number;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -50,12 +59,26 @@ export function fleetStatusRoutes(o: FleetStatusRoutesOptions): { routes: Routes
   const metrics = new FleetMetrics({ accountsLimit: o.metricsAccounts ?? 200 });
   metrics.observe(o.worker.events);
   const maxAgeMs = o.maxAgeMs ?? 15_000;
+  const figuresMaxAgeMs = o.figuresMaxAgeMs ?? 60_000;
 
+  // Two caches: the mirrors' figures (ledgers, backfill, last clean pass: most of the cost) for figuresMaxAgeMs, and
+  // the whole status for maxAgeMs. Each account's lag and budget are still computed at the read's instant.
+  let figures: { at: number; map: Promise<Map<string, MirrorFigures>> } | undefined;
+  const cachedFigures = (now: number) => (accounts: readonly Account[]) => {
+    if (!figures || now - figures.at >= figuresMaxAgeMs || now < figures.at) {
+      const entry = { at: now, map: readMirrorFigures(db, accounts, now, { concurrency: 1 }) };
+      figures = entry;
+      entry.map.catch(() => {
+        if (figures === entry) figures = undefined;
+      });
+    }
+    return figures.map;
+  };
   let cached: { at: number; status: Promise<FleetStatus> } | undefined;
   const fleetStatus = (): Promise<FleetStatus> => {
     const now = o.clock.now();
     if (!cached || now - cached.at >= maxAgeMs || now < cached.at) {
-      const status = loadFleetStatus({ db, schema, jobsSchema, queues, now, concurrency: 1 });
+      const status = loadFleetStatus({ db, schema, jobsSchema, queues, now, figures: cachedFigures(now) });
       const entry = { at: now, status };
       cached = entry;
       // A failed read is not kept: the next request tries again.

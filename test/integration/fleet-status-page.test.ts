@@ -1,6 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.ts';
+import { ManualClock, systemClock } from '../../src/clock.ts';
+import { sql } from '../../src/db/connect.ts';
+import { insertRequest } from '../../src/db/repos/ledger.ts';
+import type { FleetStatus } from '../../src/fleet/fleetStatus.ts';
 import { startFleetHttpServer, type FleetHttpServer } from '../../src/fleet/httpServer.ts';
 import { fleetStatusRoutes } from '../../src/fleet/statusRoutes.ts';
 import type { FleetWorker } from '../../src/fleet/worker.ts';
@@ -93,6 +96,28 @@ describe.skipIf(!postgresUrl)("fleet run's status routes", () => {
     // At most 9 series per labelled account and as many for _other.
     const perAccount = body.split('\n').filter((l) => /^ticket_mirror_fleet_account_\w+\{account=/.test(l));
     expect(perAccount.length).toBeLessThanOrEqual(9 * 3);
+  });
+
+  it('reads the mirrors at most once a minute, the rest at most every 15 s, on its clock', async () => {
+    const clock = new ManualClock(Date.now());
+    const { routes } = fleetStatusRoutes({ worker, fleet: f.fleet, clock, logger: createLogger('silent') });
+    const acme = async () => {
+      const answer = await routes['/status.json']!({} as never, new URL('http://x/status.json'));
+      return (JSON.parse(answer.body) as FleetStatus).accounts.find((a) => a.name === 'acme')!;
+    };
+    const first = await acme();
+    const request = { at: clock.now(), method: 'GET', path: '/api/v1/tickets', status: 200, durationMs: 3, kind: 'list_open', ratelimitRemaining: 50 };
+    await insertRequest(f.mirrors.acme.db, request as never);
+    await f.fleet.db.execute(sql`update accounts set last_pass_requests = 99 where name = 'acme'`);
+
+    clock.advance(14_000);
+    expect((await acme()).lastPass!.requests).toBe(7);
+    clock.advance(2_000);
+    const second = await acme();
+    expect(second.lastPass!.requests).toBe(99);
+    expect(second.budget!.dailyUsed).toBe(first.budget!.dailyUsed);
+    clock.advance(45_000);
+    expect((await acme()).budget!.dailyUsed).toBe(first.budget!.dailyUsed + 1);
   });
 
   it('/status.json: what fleet status --json prints, and the worker serving it', async () => {
