@@ -3,8 +3,9 @@ import type { Clock } from '../clock.ts';
 import { configWarnings } from '../config/loadConfig.ts';
 import { openDatabase, type Database } from '../db/connect.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
+import { migrationState } from '../db/migrationState.ts';
 import { refreshFleetViews, type Account } from '../db/repos/accounts.ts';
-import { installReplyNotify, mirrorExists } from '../db/repos/fleetJobs.ts';
+import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
 import { latestRequestId } from '../db/repos/ledger.ts';
 import { logPasses } from '../daemon/compose.ts';
 import type { Logger } from '../logger.ts';
@@ -161,8 +162,11 @@ export class RuntimeCache {
   async #migrateOnce(account: Account, database: Database): Promise<void> {
     if (this.#migrated.has(account.schemaName)) return;
     const existed = await mirrorExists(database.db, account.schemaName);
-    await database.migrate();
-    await database.db.transaction((tx) => installReplyNotify(tx, { schema: account.schemaName, account: account.name }));
+    // A current schema is left as it is: every worker's first pass of every account would otherwise rewrite its
+    // comments (and take the migration lock), which a fleet of thousands pays for at each start.
+    if (!existed || (await migrationState(database.db, account.schemaName)).pending > 0) await database.migrate();
+    const target = { schema: account.schemaName, account: account.name };
+    if (!(await replyNotifyInstalled(database.db, target))) await database.db.transaction((tx) => installReplyNotify(tx, target));
     // The views across the fleet leave out an account until its schema has the tables: rebuilt once it has them (not
     // by every worker that opens an existing mirror, as a rebuild reads every account's schema).
     if (!existed) await refreshFleetViews(this.#o.fleet.db);

@@ -24,6 +24,8 @@ export interface TestAccountOptions {
   /** Sealed with another FLEET_KEY (a blob that does not open). */
   otherKey?: boolean;
   paused?: boolean;
+  /** Leave its schema to the worker's first pass (as an account inserted with SQL). */
+  unmigrated?: boolean;
 }
 
 export interface FleetPass {
@@ -86,9 +88,11 @@ export async function testFleet(url: string): Promise<TestFleet> {
       const sim = await startSimulator({ seed: sims.size + 1, token: `token-${name}`, openTickets: 6, resolvedTickets: 6, ...o.sim });
       sims.set(name, sim);
       // Migrated here, as `accounts add` provisions it: a first pass is then a pass, not a migration.
-      const database = await openDatabase({ databaseUrl: url, schema: schemaOf(name), poolSize: 1 });
-      await database.migrate();
-      await database.close();
+      if (!o.unmigrated) {
+        const database = await openDatabase({ databaseUrl: url, schema: schemaOf(name), poolSize: 1 });
+        await database.migrate();
+        await database.close();
+      }
       const sealWith = o.otherKey ? parseFleetKey(randomBytes(32).toString('base64')) : key;
       await insertAccount(fleet.db, {
         name,

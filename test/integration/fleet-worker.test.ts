@@ -272,6 +272,16 @@ describe.skipIf(!postgresUrl)('fleet run: workers on one PostgreSQL', { timeout:
     expect(sim.log.filter((r) => r.method === 'POST')).toHaveLength(1);
   });
 
+  it("an account whose schema does not exist yet: its first pass migrates it, and the views across the fleet show it", async () => {
+    await f.addAccount('fresh', { unmigrated: true });
+    const w = f.startWorker(['--concurrency', '1', ...FAST]);
+    await waitUntil('fresh has synced', async () => (await f.row('fresh')).lastPassAt !== null && (await f.row('fresh')).state === 'ok', 90_000, w);
+    const { rows } = await f.admin.query(`select count(*)::int as n from fleet_tickets where account = 'fresh'`);
+    expect(rows[0].n).toBeGreaterThan(0);
+    const trigger = await f.admin.query(`select tgname from pg_trigger where tgrelid = to_regclass($1)`, [`"${f.schemaOf('fresh')}".reply_outbox`]);
+    expect(trigger.rows.map((r) => r.tgname)).toContain('ticket_mirror_fleet_reply');
+  });
+
   it('fleet run refuses without DATABASE_URL or FLEET_KEY: one line each, exit 2', async () => {
     const cwd = (await import('node:os')).tmpdir();
     const noUrl = await runCli(['fleet', 'run'], { FLEET_KEY: 'a'.repeat(64), LOG_FORMAT: 'json' }, cwd);

@@ -86,6 +86,16 @@ export async function installReplyNotify(tx: Tx, o: { schema: string; account: s
   );
 }
 
+/** Whether the account's reply trigger is there, announcing this account's name (installReplyNotify then need not run). */
+export async function replyNotifyInstalled(tx: Tx, o: { schema: string; account: string }): Promise<boolean> {
+  const [row] = await queryRows<{ args: Buffer }>(
+    tx,
+    sql`select tgargs as args from pg_trigger
+        where tgname = 'ticket_mirror_fleet_reply' and tgrelid = to_regclass(${`${quoteIdent(o.schema)}.reply_outbox`})`,
+  );
+  return row !== undefined && Buffer.from(row.args).equals(Buffer.from(`${REPLY_CHANNEL}\0${o.account}\0`));
+}
+
 /** A string literal for DDL, where parameters cannot go; account names are `^[a-z][a-z0-9_]*$` anyway. */
 function literal(value: string): string {
   return `'${value.replaceAll("'", "''")}'`;
