@@ -37,6 +37,9 @@ import { MINUTE_MS, SECOND_MS } from '../time.ts';
  * job's retries run out, when an account is added or resumed through SQL without announcing it, or when a job found
  * the account's lock held by someone else. Every `reconcileMs` each worker (at a random phase) queues a job for every
  * active account with none; an account added with `accounts add` is announced and starts within a fetch poll.
+ * A timer of each worker rather than pg-boss's `schedule`: its cron is minute-grained, goes through a queue of its own
+ * (and is off when jobs are archived sooner than a minute), and would add a job's hop to a repair that is one indexed
+ * query; several workers repairing at once are harmless, as every send of a chain holds the account's chain lock.
  */
 export interface FleetTiming {
   /** A pass starts no request after this long. @default 15000 */
