@@ -19,7 +19,8 @@ import { SMALL } from './workload.ts';
  * the rest paused, so the engine carries a large registry. At `--kill-at` minutes (5; 0 = never) one worker is killed
  * with SIGKILL and replies are waiting in 50 accounts. The simulator runs in this process, its activity at
  * `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
- * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--provision-only`: migrate and register, then
+ * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--out FILE` writes the results there; `--single-from
+ * FILE` takes the single-account figure from a control run's results (see singleAccountFigure). `--provision-only`: migrate and register, then
  * stop (the account schemas are kept for the next run). Writes bench/fleet-results.json and prints the README's table.
  */
 
@@ -192,7 +193,8 @@ await db.end();
 await setup.fleet.close();
 await sim.close();
 
-const file = quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`;
+const outAt = args.indexOf('--out');
+const file = outAt >= 0 ? args[outAt + 1]! : quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`;
 writeFileSync(file, `${JSON.stringify(figures, null, 2)}\n`);
 process.stdout.write(`${renderFleetMarkdown(figures)}\n`);
 log(`wrote ${file}`);
@@ -206,8 +208,20 @@ async function dbStats(client: pg.Client): Promise<{ at: number; xacts: number; 
   return { at: Date.now(), xacts: Number(rows[0]!.x), tuplesReturned: Number(rows[0]!.r), tuplesFetched: Number(rows[0]!.f) };
 }
 
-/** The single-account bench's list-visible p95 on the small workload (bench/results.json), for the 1.5× target. */
+/**
+ * The single-account figure for the 1.5× target: `--single-from FILE`, the results of a control run of this bench in
+ * which every account has a slot of its own (`--workers 1 --concurrency N --accounts N`: no account waits for another,
+ * as with one `run` each), same workload and minutes; else the single-account bench's small workload (bench/results.json).
+ */
 function singleAccountFigure(): { listP95Ms: number | null; source: string } {
+  const from = args.indexOf('--single-from');
+  if (from >= 0) {
+    const control = JSON.parse(readFileSync(args[from + 1]!, 'utf8')) as FleetRunFigures;
+    return {
+      listP95Ms: control.listLag.p95Ms,
+      source: `control run: ${control.config.accounts} accounts, each with a slot of its own, ${control.config.minutes} min (${args[from + 1]})`,
+    };
+  }
   try {
     const results = JSON.parse(readFileSync(`${HERE}results.json`, 'utf8')) as {
       workloads: Array<{ name: string; strategies: Array<{ strategy: string; lags: { whole: { list: { p95: number | null } } } }> }>;

@@ -13,7 +13,7 @@ export interface FleetRunFigures {
   config: { accounts: number; registered: number; workers: number; concurrency: number; minutes: number; killAt: number; activityScale: number; quick: boolean };
   setup: { migrated: number; migratedSeconds: number; registerSeconds: number; viewsRefreshSeconds: number };
   requests: { total: number; perSecond: number; throttled: number; maxPerAccountMinute: number; maxPerAccountRun: number; accountsSynced: number };
-  dueStart: { jobs: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
+  dueStart: { jobs: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null; background: { jobs: number; p50Ms: number | null; p99Ms: number | null } };
   listLag: { changes: number; unseen: number; p50Ms: number | null; p95Ms: number | null; accountP95: { p50Ms: number | null; p95Ms: number | null }; singleAccountP95Ms: number | null; singleAccountSource: string };
   kill: null | { inFlight: number; resumedMaxMs: number | null; resumedP99Ms: number | null; notResumed: number };
   overlaps: number;
@@ -71,15 +71,17 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
 
   // The engine's view of each due job: how late after its start_after a worker took it.
   const jobs = `${quoteIdent(`${FLEET_SCHEMA}_jobs`)}`;
-  const { rows: lateness } = await db.query<{ late_ms: string }>(
-    `select extract(epoch from started_on - start_after) * 1000 as late_ms from (
-       select started_on, start_after from ${jobs}.job where name = 'account-pass' and started_on is not null
+  const { rows: lateness } = await db.query<{ late_ms: string; priority: number }>(
+    `select extract(epoch from started_on - start_after) * 1000 as late_ms, priority from (
+       select started_on, start_after, priority from ${jobs}.job where name = 'account-pass' and started_on is not null
        union all
-       select started_on, start_after from ${jobs}.archive where name = 'account-pass' and started_on is not null
+       select started_on, start_after, priority from ${jobs}.archive where name = 'account-pass' and started_on is not null
      ) j where started_on >= to_timestamp($1 / 1000.0) and started_on <= to_timestamp($2 / 1000.0)`,
     [i.runStart, i.runEnd],
   );
-  const late = lateness.map((r) => Math.max(0, Number(r.late_ms)));
+  // Live jobs (a list due, a reply, a hand-back) carry priority 1; the rest are background (a backfill's next slice).
+  const late = lateness.filter((r) => r.priority > 0).map((r) => Math.max(0, Number(r.late_ms)));
+  const lateBackground = lateness.filter((r) => r.priority === 0).map((r) => Math.max(0, Number(r.late_ms)));
 
   // List-visible lag: from a change until the end of the first poll, sent after it, of a list that shows it.
   const lags: Array<number | null> = [];
@@ -106,10 +108,11 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
         const poll = byList.get(list)?.find((p) => p[0]! >= c.at);
         if (poll && (seen === null || poll[1]! < seen)) seen = poll[1]!;
       }
-      mine.push(seen === null ? null : seen - c.at);
+      // Not seen by the end of the run: counted at its age then, a lower bound (the same for the control run).
+      mine.push(seen === null ? -(i.runEnd - c.at) : seen - c.at);
     }
     lags.push(...mine);
-    if (mine.length > 0) accountP95s.push(quantile(mine, 0.95));
+    if (mine.length > 0) accountP95s.push(quantile(mine.map(Math.abs), 0.95));
 
     const { rows: runs } = await db.query<{ s: string; f: string }>(
       `select extract(epoch from started_at) * 1000 as s, extract(epoch from finished_at) * 1000 as f from ${schema}.sync_runs where finished_at is not null order by started_at`,
@@ -171,12 +174,18 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
     config: i.config,
     setup: i.setup,
     requests: { total, perSecond: total / seconds, throttled, maxPerAccountMinute: maxMinute, maxPerAccountRun: maxRun, accountsSynced: synced },
-    dueStart: { jobs: late.length, p50Ms: quantile(late, 0.5), p99Ms: quantile(late, 0.99), maxMs: late.length ? Math.max(...late) : null },
+    dueStart: {
+      jobs: late.length,
+      p50Ms: quantile(late, 0.5),
+      p99Ms: quantile(late, 0.99),
+      maxMs: late.length ? Math.max(...late) : null,
+      background: { jobs: lateBackground.length, p50Ms: quantile(lateBackground, 0.5), p99Ms: quantile(lateBackground, 0.99) },
+    },
     listLag: {
       changes: lags.length,
-      unseen: lags.filter((l) => l === null).length,
-      p50Ms: quantile(lags, 0.5),
-      p95Ms: quantile(lags, 0.95),
+      unseen: lags.filter((l) => l !== null && l < 0).length,
+      p50Ms: quantile(lags.map((l) => Math.abs(l ?? 0)), 0.5),
+      p95Ms: quantile(lags.map((l) => Math.abs(l ?? 0)), 0.95),
       accountP95: { p50Ms: quantile(accountP95s, 0.5), p95Ms: quantile(accountP95s, 0.95) },
       singleAccountP95Ms: i.singleAccount.listP95Ms,
       singleAccountSource: i.singleAccount.source,
@@ -207,8 +216,8 @@ function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures['target
       met: f.requests.maxPerAccountMinute <= 60,
     },
     {
-      target: "every account's due pass started within 30 s of its wakeAt (p99)",
-      result: `p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} over ${f.dueStart.jobs} jobs`,
+      target: "every account's due poll started within 30 s of its wakeAt (p99)",
+      result: `p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} over ${f.dueStart.jobs} live jobs`,
       met: f.dueStart.p99Ms !== null && f.dueStart.p99Ms <= 30_000,
     },
     {
@@ -252,8 +261,9 @@ export function renderFleetMarkdown(f: FleetRunFigures): string {
     '| figure | value |',
     '|---|---|',
     `| requests | ${f.requests.total} (${f.requests.perSecond.toFixed(1)}/s), ${f.requests.accountsSynced} accounts synced |`,
-    `| due pass start after wakeAt | p50 ${s(f.dueStart.p50Ms)}, p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} (${f.dueStart.jobs} jobs) |`,
-    `| list-visible lag | p50 ${s(f.listLag.p50Ms)}, p95 ${s(f.listLag.p95Ms)} over ${f.listLag.changes} changes (${f.listLag.unseen} not seen by the end) |`,
+    `| live pass (list or reply due) start after wakeAt | p50 ${s(f.dueStart.p50Ms)}, p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} (${f.dueStart.jobs} jobs) |`,
+    `| background pass start after its slot | p50 ${s(f.dueStart.background.p50Ms)}, p99 ${s(f.dueStart.background.p99Ms)} (${f.dueStart.background.jobs} jobs) |`,
+    `| list-visible lag | p50 ${s(f.listLag.p50Ms)}, p95 ${s(f.listLag.p95Ms)} over ${f.listLag.changes} changes (${f.listLag.unseen} not seen by the end, counted at their age then) |`,
     ...f.workers.map(
       (w) =>
         `| worker ${w.n}${w.killed ? ' (killed)' : ''} | CPU mean ${w.proc?.cpuMeanPercent.toFixed(0) ?? '—'} %, peak ${w.proc?.cpuPeakPercent.toFixed(0) ?? '—'} % of a core; RSS peak ${mb(w.proc?.rssPeakBytes)} |`,

@@ -13,7 +13,7 @@ import { deliverOutbox, newClaimer } from '../outbox/deliver.ts';
 import type { PassSummary } from '../sync/events.ts';
 import { isoMicros, SECOND_MS } from '../time.ts';
 import type { AccountRuntime, RuntimeCache } from './accountRuntime.ts';
-import type { JobQueue, PassJob } from './jobQueue.ts';
+import { LIVE_PRIORITY, type JobQueue, type PassJob } from './jobQueue.ts';
 import { decideOutcome, type Outcome, type PassResult } from './passOutcome.ts';
 import type { FleetTiming } from './timing.ts';
 import type { FleetWorkerEventMap } from './workerEvents.ts';
@@ -93,6 +93,8 @@ interface PassRun {
   result: PassResult | null;
   summary: PassSummary | null;
   planWakeAt: number | null;
+  /** When the plan's next list falls due, or a reply row: live work, queued ahead of background work. */
+  liveAt: number | null;
   nextSlotAt: number;
   minGapMs: number;
   /** Cut off by the lock's loss or a hard stop: not the account's fault. */
@@ -100,7 +102,7 @@ interface PassRun {
 }
 
 async function runPass(c: JobContext, account: Account, lease: Lease): Promise<PassRun> {
-  const run: PassRun = { result: null, summary: null, planWakeAt: null, nextSlotAt: 0, minGapMs: 60 * SECOND_MS, interrupted: false };
+  const run: PassRun = { result: null, summary: null, planWakeAt: null, liveAt: null, nextSlotAt: 0, minGapMs: 60 * SECOND_MS, interrupted: false };
   const logger = c.logger.child({ account: account.name });
   let rt: AccountRuntime | undefined;
   try {
@@ -130,8 +132,9 @@ async function runPass(c: JobContext, account: Account, lease: Lease): Promise<P
     try {
       // The plan's instant, or sooner when a reply row falls due (a retry, a check of one a dead worker left sending).
       const replyDue = await nextReplyDueAt(runtime.database.db);
-      const wakeAt = (await runtime.engine.plan()).wakeAt;
-      run.planWakeAt = replyDue === null ? wakeAt : Math.min(wakeAt, replyDue);
+      const plan = await runtime.engine.plan();
+      run.planWakeAt = replyDue === null ? plan.wakeAt : Math.min(plan.wakeAt, replyDue);
+      run.liveAt = replyDue === null ? plan.nextPollAt : Math.min(plan.nextPollAt, replyDue);
       const budget = runtime.engine.gate.snapshot();
       run.nextSlotAt = budget.nextSlotAt;
       if (budget.minuteAllowed > 0) run.minGapMs = Math.ceil((60 * SECOND_MS) / budget.minuteAllowed);
@@ -215,7 +218,13 @@ async function record(c: JobContext, job: PassJob, account: Account, pass: PassR
     nextPassAt: isoMicros(now + delayMs),
     worker: c.workerId,
   };
-  await c.queue.finish(job, { outcome: row, successor: { delayMs, ...(woken?.manual ? { manual: true } : {}) } });
+  // Fairness: a pass for a list that falls due (or a reply) goes before background work (a backfill's next slice) that
+  // is due as long or longer; pg-boss fetches by priority, then by age.
+  const live = woken !== undefined || handedBack || (pass.liveAt !== null && pass.liveAt <= now + delayMs + SECOND_MS);
+  await c.queue.finish(job, {
+    outcome: row,
+    successor: { delayMs, ...(live ? { priority: LIVE_PRIORITY } : {}), ...(woken?.manual ? { manual: true } : {}) },
+  });
 
   const report = {
     account: account.name,

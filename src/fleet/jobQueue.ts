@@ -54,7 +54,12 @@ export interface Successor {
   /** Milliseconds from now (the database's now); 0 or less: due at once. */
   delayMs: number;
   manual?: boolean;
+  /** pg-boss's priority (higher first): LIVE_PRIORITY for a pass a list or a reply is due for. @default 0 */
+  priority?: number;
 }
+
+/** The priority of a job for live work (a list due, a reply): fetched before background work due as long. */
+export const LIVE_PRIORITY = 1;
 
 export type EnsureResult = 'running' | 'queued' | 'moved' | 'sent';
 
@@ -274,6 +279,7 @@ export class JobQueue {
       singletonKey: account,
       // Seconds from the database's now (pg-boss adds them to now() in SQL): no clock skew between worker and server.
       ...(s.delayMs > 0 ? { startAfter: Math.round(s.delayMs) / 1000 } : {}),
+      ...(s.priority ? { priority: s.priority } : {}),
       expireInSeconds: t.expireInSeconds,
       retryLimit: t.retryLimit,
       retryDelay: t.retryDelaySeconds,

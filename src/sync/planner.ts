@@ -137,6 +137,8 @@ export interface Plan {
    * when this plan requests something. A loop may sleep until then (the benchmark skips passes that would be idle).
    */
   wakeAt: number;
+  /** When the next list falls due (now when one is due already): a fleet queues the pass for it ahead of background work. */
+  nextPollAt: number;
 }
 
 export function planPass(input: PlannerInput): Plan {
@@ -247,6 +249,7 @@ export function planPass(input: PlannerInput): Plan {
     wakeAt: idle
       ? wakeAt(input, sweepMinutes, revalidateMinAgeMs, revalidatable && paceBinds ? pace.slotAt(input.history.sentThisHour + polls.length + 1) : null)
       : now,
+    nextPollAt: nextPollAt(input, sweepMinutes),
   };
 }
 
@@ -256,6 +259,15 @@ export function planPass(input: PlannerInput): Plan {
  * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends,
  * when the minute window frees a slot, or when the stalest detail becomes old enough to re-read. Between those instants every input of the plan is constant.
  */
+/** The instant the first list falls due at the current sweep interval (never before now). */
+function nextPollAt(input: PlannerInput, sweepMinutes: number): number {
+  const due = LIST_NAMES.map((l) => {
+    const last = input.lists[l].lastPolledAt;
+    return last === null ? input.now : last + sweepMinutes * MINUTE_MS - SECOND_MS;
+  });
+  return Math.max(input.now, Math.min(...due));
+}
+
 function wakeAt(input: PlannerInput, sweepMinutes: number, revalidateMinAgeMs: number, paceAt: number | null): number {
   const { now, history, budget } = input;
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
@@ -414,10 +426,13 @@ function paced(now: number, A: number, fullHour: readonly HourForecast[], schedu
   const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
   const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * (weights[0]! / total);
   return {
-    /** Requests the clock hour may have sent by t: its k-th (from 1) goes (k − 1)/target of the hour in. */
-    spendBy: (t) => Math.floor((target * (t - hourStart)) / HOUR_MS) + 1,
-    /** When the hour may have sent n. */
-    slotAt: (n) => hourStart + Math.ceil((HOUR_MS * (n - 1)) / Math.max(1e-9, target)),
+    /**
+     * Requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass, not one per
+     * request: with a large allowance a pass per request would cost more locally than it buys), at least one.
+     */
+    spendBy: (t) => Math.max(1, Math.ceil((target * (Math.floor((t - hourStart) / MINUTE_MS) + 1)) / 60)),
+    /** When the hour may have sent n: the start of the minute whose share reaches it. */
+    slotAt: (n) => hourStart + Math.max(0, Math.ceil((60 * n) / Math.max(1e-9, target)) - 1) * MINUTE_MS,
   };
 }
 

@@ -199,6 +199,20 @@ describe('planPass: pacing in the rolling window', () => {
   });
 });
 
+describe('planPass: nextPollAt (the fleet queues a pass for a list ahead of background work)', () => {
+  it('is now when a list was never polled, or is due', () => {
+    expect(planPass(input({ lists: lists(null) })).nextPollAt).toBe(T0);
+  });
+
+  it('is the first list falling due at the sweep interval, later than an idle plan wakes for other reasons', () => {
+    const plan = planPass(input({ lists: lists(T0 - MIN) }));
+    expect(plan.nextPollAt).toBe(T0 - MIN + plan.sweepMinutes * MIN - 1_000);
+    expect(plan.nextPollAt).toBeGreaterThan(T0);
+    const later = planPass(input({ lists: { ...lists(T0 - MIN), self: { lastPolledAt: T0 - 2 * MIN } } }));
+    expect(later.nextPollAt).toBe(T0 - 2 * MIN + later.sweepMinutes * MIN - 1_000);
+  });
+});
+
 describe('planPass: wakeAt', () => {
   it('is now when the plan requests something', () => {
     const plan = planPass(input({ lists: lists(null) }));
