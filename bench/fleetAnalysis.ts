@@ -99,7 +99,7 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
       const at = Number(p.at_ms);
       (byList.get(list) ?? byList.set(list, []).get(list)!).push([at, at + (p.duration_ms ?? 0)]);
     }
-    const mine: Array<number | null> = [];
+    const mine: number[] = [];
     for (const c of i.changes.get(n) ?? []) {
       if (c.cls !== 'list') continue;
       let seen: number | null = null;
