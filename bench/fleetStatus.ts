@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
@@ -23,8 +24,9 @@ import { DAY_MS } from '../src/time.ts';
  * rows and accounts already there are kept (topped up to the counts asked), so a second run only measures. The
  * accounts get every state (ok, failing, auth_failed, new, paused); no worker runs. Reported, over --runs reads each:
  * cold (a new connection per read, as `fleet status` makes one) and warm (the same connection again, as fleet run's
- * routes keep one), median and slowest; the statements of one read (counted at the pool); the load average, since
- * other work on the machine shows in every figure.
+ * routes keep one): wall time (median, slowest), and the CPU time of the database's sessions (/proc: PostgreSQL must
+ * run on this machine) and of this process (medians), which other work on the machine changes far less than the wall
+ * time; the statements of one read (counted at the pool); the load average.
  */
 
 const { values: opts } = parseArgs({
@@ -129,41 +131,64 @@ const counted = (db: FleetDatabase) => {
   };
   return db;
 };
+/** CPU time (ms) the database's sessions of this bench have used so far: they run on this machine (/proc). */
+const backendCpuMs = async (db: FleetDatabase) => {
+  const pids = await queryRows<{ pid: number }>(db.db, sql`select pid from pg_stat_activity where datname = current_database() and application_name = 'ticket-mirror fleet'`);
+  let ticks = 0;
+  for (const { pid } of pids) {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * 10;
+};
 const read = async (db: FleetDatabase) => {
+  const cpu0 = process.cpuUsage();
   statements = 0;
   const started = performance.now();
   const status = await loadFleetStatus({ db: db.db, schema: FLEET, jobsSchema, queues: queueReader(db.db, jobsSchema), now: Date.now() });
-  return { ms: performance.now() - started, status, statements };
+  const ms = performance.now() - started;
+  const counted = statements;
+  const node = process.cpuUsage(cpu0);
+  return { ms, status, statements: counted, nodeCpuMs: (node.user + node.system) / 1000 };
 };
 const runs = Number(opts.runs);
-const cold: number[] = [];
+const cold: Array<{ ms: number; nodeCpuMs: number; dbCpuMs: number }> = [];
 let text = '';
 let perRead = 0;
 for (let run = 0; run < runs; run++) {
   const db = counted(await openFleetDatabase({ databaseUrl, schema: FLEET, poolSize: 2 }));
   const r = await read(db);
+  // New sessions: all the CPU they used is this read's (and their start).
+  cold.push({ ms: r.ms, nodeCpuMs: r.nodeCpuMs, dbCpuMs: await backendCpuMs(db) });
   await db.close();
-  cold.push(r.ms);
   perRead = r.statements;
   if (run === 0) text = formatFleetStatus(r.status);
 }
-const warm: number[] = [];
+const warm: Array<{ ms: number; nodeCpuMs: number; dbCpuMs: number }> = [];
 const db = counted(await openFleetDatabase({ databaseUrl, schema: FLEET, poolSize: 2 }));
 await read(db);
-for (let run = 0; run < runs; run++) warm.push((await read(db)).ms);
+for (let run = 0; run < runs; run++) {
+  const before = await backendCpuMs(db);
+  const r = await read(db);
+  warm.push({ ms: r.ms, nodeCpuMs: r.nodeCpuMs, dbCpuMs: (await backendCpuMs(db)) - before });
+}
 await db.close();
 const median = (xs: number[]) => Math.round([...xs].sort((a, b) => a - b)[xs.length >> 1]!);
 console.log(text.split('\n').slice(0, 12).join('\n'));
+const summary = (xs: Array<{ ms: number; nodeCpuMs: number; dbCpuMs: number }>) => ({
+  wallMedianMs: median(xs.map((x) => x.ms)),
+  wallMaxMs: Math.round(Math.max(...xs.map((x) => x.ms))),
+  dbCpuMedianMs: median(xs.map((x) => x.dbCpuMs)),
+  nodeCpuMedianMs: median(xs.map((x) => x.nodeCpuMs)),
+});
 console.log(
   JSON.stringify({
     accounts: n,
     ledgerRowsPerAccount: Number(opts.requests),
     ticketsPerAccount: Number(opts.tickets),
     statements: perRead,
-    coldMedianMs: median(cold),
-    coldMaxMs: Math.round(Math.max(...cold)),
-    warmMedianMs: median(warm),
-    warmMaxMs: Math.round(Math.max(...warm)),
+    cold: summary(cold),
+    warm: summary(warm),
     loadAverage1m: Number(loadavg()[0]!.toFixed(1)),
     cores: cpus().length,
   }),
