@@ -432,7 +432,7 @@ function paced(now: number, A: number, fullHour: readonly HourForecast[], schedu
      */
     spendBy: (t) => Math.max(1, Math.ceil((target * (Math.floor((t - hourStart) / MINUTE_MS) + 1)) / 60)),
     /** When the hour may have sent n: the start of the minute whose share reaches it. */
-    slotAt: (n) => hourStart + Math.max(0, Math.ceil((60 * n) / Math.max(1e-9, target)) - 1) * MINUTE_MS,
+    slotAt: (n) => hourStart + Math.max(0, Math.floor((60 * (n - 1)) / Math.max(1e-9, target))) * MINUTE_MS,
   };
 }
 
