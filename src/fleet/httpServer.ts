@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../db/connect.ts';
 import { ping } from '../db/repos/status.ts';
+import { requestPath, requestQuery } from '../daemon/statusServer.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { FleetWorker } from './worker.ts';
@@ -73,9 +74,13 @@ export async function startFleetHttpServer(o: FleetHttpServerOptions): Promise<F
     void (async () => {
       let answer: Answer;
       try {
-        const url = new URL(req.url ?? '/', 'http://localhost');
-        const route = Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
-        if (req.method !== 'GET' && req.method !== 'HEAD') answer = { status: 405, type: TEXT, body: 'only GET and HEAD\n', headers: { allow: 'GET, HEAD' } };
+        // Cut, not parsed, as `run`'s server does: `new URL('//', base)` throws on a target a hostile client may send.
+        const path = requestPath(req.url);
+        const query = requestQuery(req.url).toString();
+        const url = path === null ? null : new URL(`http://localhost${path}${query ? `?${query}` : ''}`);
+        const route = url && Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
+        if (!url) answer = { status: 400, type: TEXT, body: 'bad request target\n' };
+        else if (req.method !== 'GET' && req.method !== 'HEAD') answer = { status: 405, type: TEXT, body: 'only GET and HEAD\n', headers: { allow: 'GET, HEAD' } };
         else if (!route) answer = { status: 404, type: TEXT, body: 'not found\n' };
         else answer = await route(req, url);
       } catch (error) {
