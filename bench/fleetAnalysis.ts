@@ -13,7 +13,14 @@ export interface FleetRunFigures {
   config: { accounts: number; registered: number; workers: number; concurrency: number; minutes: number; killAt: number; activityScale: number; quick: boolean };
   setup: { migrated: number; migratedSeconds: number; registerSeconds: number; viewsRefreshSeconds: number };
   requests: { total: number; perSecond: number; throttled: number; maxPerAccountMinute: number; maxPerAccountRun: number; accountsSynced: number };
-  dueStart: { jobs: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null; background: { jobs: number; p50Ms: number | null; p99Ms: number | null } };
+  dueStart: {
+    jobs: number;
+    p50Ms: number | null;
+    p99Ms: number | null;
+    maxMs: number | null;
+    background: { jobs: number; p50Ms: number | null; p99Ms: number | null };
+    all: { jobs: number; p50Ms: number | null; p99Ms: number | null };
+  };
   listLag: { changes: number; unseen: number; p50Ms: number | null; p95Ms: number | null; accountP95: { p50Ms: number | null; p95Ms: number | null }; singleAccountP95Ms: number | null; singleAccountSource: string };
   kill: null | { inFlight: number; resumedMaxMs: number | null; resumedP99Ms: number | null; notResumed: number };
   overlaps: number;
@@ -180,6 +187,7 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
       p99Ms: quantile(late, 0.99),
       maxMs: late.length ? Math.max(...late) : null,
       background: { jobs: lateBackground.length, p50Ms: quantile(lateBackground, 0.5), p99Ms: quantile(lateBackground, 0.99) },
+      all: { jobs: late.length + lateBackground.length, p50Ms: quantile([...late, ...lateBackground], 0.5), p99Ms: quantile([...late, ...lateBackground], 0.99) },
     },
     listLag: {
       changes: lags.length,
@@ -207,7 +215,7 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
 
 const s = (ms: number | null) => (ms === null ? '∞' : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`);
 
-function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures['targets'] {
+export function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures['targets'] {
   const t: FleetRunFigures['targets'] = [
     { target: 'no 429 in any account', result: `${f.requests.throttled} × 429`, met: f.requests.throttled === 0 },
     {
@@ -216,14 +224,20 @@ function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures['target
       met: f.requests.maxPerAccountMinute <= 60,
     },
     {
+      // Every job counts: a list falls due inside whatever pass the account runs next, background slices included.
       target: "every account's due poll started within 30 s of its wakeAt (p99)",
-      result: `p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} over ${f.dueStart.jobs} live jobs`,
-      met: f.dueStart.p99Ms !== null && f.dueStart.p99Ms <= 30_000,
+      result: `p99 ${s(f.dueStart.all.p99Ms)} over all ${f.dueStart.all.jobs} jobs (live ones: p99 ${s(f.dueStart.p99Ms)} over ${f.dueStart.jobs})`,
+      met: f.dueStart.all.p99Ms !== null && f.dueStart.all.p99Ms <= 30_000,
     },
     {
       target: 'list-visible lag per account p95 ≤ 1.5 × the single-account figure',
       result: `median of the accounts' p95: ${s(f.listLag.accountP95.p50Ms)}, pooled p95 ${s(f.listLag.p95Ms)}; single account ${s(f.listLag.singleAccountP95Ms)}`,
-      met: f.listLag.p95Ms !== null && f.listLag.singleAccountP95Ms !== null && f.listLag.p95Ms <= 1.5 * f.listLag.singleAccountP95Ms,
+      // Only a comparison when most changes were seen: an unseen change counts at its age at the end, a lower bound.
+      met:
+        f.listLag.p95Ms !== null &&
+        f.listLag.singleAccountP95Ms !== null &&
+        f.listLag.unseen <= 0.05 * f.listLag.changes &&
+        f.listLag.p95Ms <= 1.5 * f.listLag.singleAccountP95Ms,
     },
     { target: 'no pass of an account overlaps another', result: `${f.overlaps} overlaps`, met: f.overlaps === 0 },
   ];
