@@ -16,7 +16,7 @@ import type { AccountRuntime, RuntimeCache } from './accountRuntime.ts';
 import { LIVE_PRIORITY, type JobQueue, type PassJob } from './jobQueue.ts';
 import { decideOutcome, type Outcome, type PassResult } from './passOutcome.ts';
 import type { FleetTiming } from './timing.ts';
-import type { FleetWorkerEventMap } from './workerEvents.ts';
+import type { FleetWorkerEventMap, SkipReason } from './workerEvents.ts';
 
 /**
  * One job of the queue: one bounded pass of one account, start to end.
@@ -87,7 +87,6 @@ export async function runAccountJob(c: JobContext, job: PassJob): Promise<void> 
   await record(c, job, account, pass, startedAt);
 }
 
-export type SkipReason = 'invalid' | 'redundant' | 'missing' | 'paused' | 'backing_off' | 'busy';
 
 interface PassRun {
   result: PassResult | null;

@@ -1,8 +1,10 @@
 import type { LedgerEntry } from '../api/client.ts';
 import type { PassSummary } from '../sync/events.ts';
-import type { SkipReason } from './accountJob.ts';
 import type { EnsureResult } from './jobQueue.ts';
 import type { Outcome } from './passOutcome.ts';
+
+/** Why a job ended without a pass: a bad job, one already done, the account gone, paused, backing off, or busy elsewhere. */
+export type SkipReason = 'invalid' | 'redundant' | 'missing' | 'paused' | 'backing_off' | 'busy';
 
 /**
  * What a fleet worker tells the world, per account: logs, the metrics and the status page subscribe (typed, as the
