@@ -240,22 +240,25 @@ export class JobQueue {
 
   /**
    * Makes sure the account has a chain: a new job due now when it has none. `bringForward`: a queued job due later than
-   * `delayMs` from now is replaced by one due then (an operator's action, a reply waiting). An active job is left alone:
-   * its worker queues the successor (and hears the same wake-up).
+   * `delayMs` from now, or of a lower `priority`, is replaced by one due then with it (an operator's action, a reply
+   * waiting: in a busy fleet a queued background slice would keep the reply behind every job due before it). An active
+   * job is left alone: its worker queues the successor (and hears the same wake-up).
    */
-  ensureChain(account: string, o: { bringForward: boolean; manual?: boolean; delayMs?: number }): Promise<EnsureResult> {
+  ensureChain(account: string, o: { bringForward: boolean; manual?: boolean; delayMs?: number; priority?: number }): Promise<EnsureResult> {
     return this.#transaction(async ({ tx, boss }) => {
       await lockAccountChain(tx, account);
       const open = await this.#openJobs(tx, account, true);
       if (open.some((j) => j.state === 'active')) return 'running';
-      const successor: Successor = { delayMs: o.delayMs ?? 0, ...(o.manual ? { manual: true } : {}) };
+      const successor: Successor = { delayMs: o.delayMs ?? 0, ...(o.manual ? { manual: true } : {}), ...(o.priority ? { priority: o.priority } : {}) };
       const queued = open[0];
       if (!queued) {
         await this.#send(boss, account, successor);
         return 'sent';
       }
       // Moved only when that gains more than a second.
-      if (!o.bringForward || queued.dueInMs <= successor.delayMs + SECOND_MS) return 'queued';
+      const sooner = queued.dueInMs > successor.delayMs + SECOND_MS;
+      const higher = (successor.priority ?? 0) > queued.priority;
+      if (!o.bringForward || (!sooner && !higher)) return 'queued';
       await this.#boss.cancel(QUEUE, open.map((j) => j.id), { db: boss });
       await this.#send(boss, account, successor);
       return 'moved';

@@ -12,7 +12,7 @@ import type { Logger } from '../logger.ts';
 import { intOption } from '../options.ts';
 import { runAccountJob, type JobContext } from './accountJob.ts';
 import { RuntimeCache } from './accountRuntime.ts';
-import { JobQueue, QUEUE, type PassJob } from './jobQueue.ts';
+import { JobQueue, LIVE_PRIORITY, QUEUE, type PassJob } from './jobQueue.ts';
 import { fleetTiming, type FleetTiming } from './timing.ts';
 import type { FleetKey } from './tokenSeal.ts';
 import type { FleetWorkerEventMap } from './workerEvents.ts';
@@ -258,7 +258,8 @@ class Worker implements FleetWorker {
       return;
     }
     try {
-      const result = await this.#queue.ensureChain(account, { bringForward: true, manual });
+      // Live work (a reply, an operator's action): ahead of background slices due as long.
+      const result = await this.#queue.ensureChain(account, { bringForward: true, manual, priority: LIVE_PRIORITY });
       this.events.emit('chain:woken', { account, via: manual ? 'announce' : 'reply', result });
       if (result === 'sent' || result === 'moved') this.#wake?.();
     } catch (error) {

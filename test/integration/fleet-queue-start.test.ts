@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { JobQueue, jobsSchemaOf } from '../../src/fleet/jobQueue.ts';
+import { JobQueue, jobsSchemaOf, LIVE_PRIORITY } from '../../src/fleet/jobQueue.ts';
 import { fleetTiming } from '../../src/fleet/timing.ts';
 import { createLogger } from '../../src/logger.ts';
 import { postgresUrl } from '../helpers/db.ts';
@@ -42,6 +42,27 @@ describe.skipIf(!postgresUrl)('the fleet queue started by several workers at onc
       const { rows } = await admin.query(`select name, policy from "${jobsSchemaOf(fleetSchema)}".queue`);
       await admin.end();
       expect(rows).toEqual([{ name: 'account-pass', policy: 'stately' }]);
+    }
+  });
+
+  it('a live wake-up (a reply) replaces a queued background job due as soon, so it is fetched before the others', async () => {
+    const fleetSchema = `tm_fq_${randomBytes(3).toString('hex')}`;
+    schemas.push(fleetSchema);
+    const queue = new JobQueue({ databaseUrl: postgresUrl!, fleetSchema, timing: fleetTiming({}), logger: createLogger('silent') });
+    await queue.start();
+    try {
+      // Three accounts with background jobs due now, queued in this order; then a reply wakes the last one.
+      for (const account of ['a', 'b', 'c']) expect(await queue.ensureChain(account, { bringForward: false })).toBe('sent');
+      expect(await queue.ensureChain('c', { bringForward: false, priority: LIVE_PRIORITY })).toBe('queued');
+      expect(await queue.ensureChain('c', { bringForward: true, priority: LIVE_PRIORITY })).toBe('moved');
+      // Nothing to gain a second time.
+      expect(await queue.ensureChain('c', { bringForward: true, priority: LIVE_PRIORITY })).toBe('queued');
+      const first = await queue.fetch(1);
+      expect(first.map((j) => j.account)).toEqual(['c']);
+      const rest = await queue.fetch(5);
+      expect(rest.map((j) => j.account).sort()).toEqual(['a', 'b']);
+    } finally {
+      await queue.stop();
     }
   });
 });

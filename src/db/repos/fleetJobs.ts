@@ -20,6 +20,8 @@ export interface OpenJob {
   startAfter: number;
   /** How long until it is due, by the database's clock (ms; negative: overdue). */
   dueInMs: number;
+  /** pg-boss's priority (higher first). */
+  priority: number;
 }
 
 const jobTable = (jobsSchema: string) => sql.raw(`${quoteIdent(jobsSchema)}.job`);
@@ -43,16 +45,16 @@ export async function accountsWithoutJob(tx: Tx, o: { jobsSchema: string; queue:
  * takes them FOR UPDATE, so that a concurrent fetch (FOR UPDATE SKIP LOCKED) passes them by until the transaction ends.
  */
 export async function openJobs(tx: Tx, o: { jobsSchema: string; queue: string; account: string; lock?: boolean }): Promise<OpenJob[]> {
-  const rows = await queryRows<{ id: string; state: OpenJobState; start_ms: string | number; due_in_ms: string | number }>(
+  const rows = await queryRows<{ id: string; state: OpenJobState; start_ms: string | number; due_in_ms: string | number; priority: number }>(
     tx,
-    sql`select id::text as id, state::text as state, (extract(epoch from start_after) * 1000)::bigint as start_ms,
+    sql`select id::text as id, state::text as state, priority, (extract(epoch from start_after) * 1000)::bigint as start_ms,
           (extract(epoch from start_after - now()) * 1000)::bigint as due_in_ms
         from ${jobTable(o.jobsSchema)} j
         where j.name = ${o.queue} and j.state <= 'active' and j.policy = 'stately' and coalesce(j.singleton_key, '') = ${o.account}
         order by j.created_on, j.id
         ${o.lock ? sql`for update` : sql``}`,
   );
-  return rows.map((r) => ({ id: r.id, state: r.state, startAfter: Number(r.start_ms), dueInMs: Number(r.due_in_ms) }));
+  return rows.map((r) => ({ id: r.id, state: r.state, startAfter: Number(r.start_ms), dueInMs: Number(r.due_in_ms), priority: Number(r.priority) }));
 }
 
 /**
