@@ -12,8 +12,10 @@ const execFileAsync = promisify(execFile);
  * psql, as `ticket-mirror status` tells a person to type it: `PGPASSWORD="$(cat PGLITE_DIR/sql-password)" psql -h
  * 127.0.0.1 -p PORT …` (run keeps the password it generated in its data folder, readable by its owner alone).
  */
+// -w: never prompt. Polled while run starts, a psql whose `cat` ran just before the password file was written would
+// otherwise ask for a password on its stdin, a pipe nobody writes to, and hang the test.
 async function psql(port: number, query: string, dataDir: string, password?: string): Promise<string> {
-  const { stdout } = await execFileAsync('sh', ['-c', `PGPASSWORD="${password ?? '$(cat "$PASSWORD_FILE")'}" psql -h 127.0.0.1 -p ${port} -U postgres -d postgres -XAtc "$QUERY"`], {
+  const { stdout } = await execFileAsync('sh', ['-c', `PGPASSWORD="${password ?? '$(cat "$PASSWORD_FILE")'}" psql -w -h 127.0.0.1 -p ${port} -U postgres -d postgres -XAtc "$QUERY"`], {
     env: { ...process.env, PGCONNECT_TIMEOUT: '5', PASSWORD_FILE: join(dataDir, 'sql-password'), QUERY: query },
   });
   return stdout.trim();
