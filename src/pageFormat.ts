@@ -21,3 +21,20 @@ export function niceCeiling(value: number): number {
   for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8]) if (step * magnitude >= value) return step * magnitude;
   return 10 * magnitude;
 }
+
+/** A titled card of the pages. */
+export function card(title: string, body: string, cls = ''): string {
+  return `<section${cls ? ` class="${cls}"` : ''}><h2>${escapeHtml(title)}</h2>${body}</section>`;
+}
+
+/** Rows of [term, definition]; definitions are markup already. */
+export function dl(rows: Array<[string, string]>): string {
+  return `<dl>${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd>${value}</dd>`).join('')}</dl>`;
+}
+
+/** Cells are markup already. */
+export function table(head: string[], rows: string[][], cls = ''): string {
+  const th = head.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
+  const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join('')}</tr>`).join('');
+  return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table>`;
+}

@@ -1,5 +1,5 @@
 import type { ListName } from '../api/endpoints.ts';
-import { duration, escapeHtml } from '../pageFormat.ts';
+import { card, dl, duration, escapeHtml, table } from '../pageFormat.ts';
 import { HOUR_MS, MINUTE_MS } from '../time.ts';
 import { describePlan } from './describePlan.ts';
 import { renderQuotaChart } from './quotaChart.ts';
@@ -167,21 +167,6 @@ table.errors td:last-child { font-family: ui-monospace, SFMono-Regular, Menlo, m
 .key.pace { height: 0; border-top: 2px dashed var(--pace); }
 `;
 
-function card(title: string, body: string, cls = ''): string {
-  return `<section${cls ? ` class="${cls}"` : ''}><h2>${escapeHtml(title)}</h2>${body}</section>`;
-}
-
-/** Rows of [term, definition]; definitions are markup already. */
-function dl(rows: Array<[string, string]>): string {
-  return `<dl>${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd>${value}</dd>`).join('')}</dl>`;
-}
-
-/** Cells are markup already. */
-function table(head: string[], rows: string[][], cls = ''): string {
-  const th = head.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
-  const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join('')}</tr>`).join('');
-  return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table>`;
-}
 
 function meter(value: number, total: number, tone: 'ok' | 'bad'): string {
   const width = total <= 0 ? 0 : Math.min(100, (value / total) * 100);

@@ -1,5 +1,5 @@
 import { STYLE } from '../daemon/statusPage.ts';
-import { duration, escapeHtml } from '../pageFormat.ts';
+import { card, dl, duration, escapeHtml, table } from '../pageFormat.ts';
 import { SECOND_MS } from '../time.ts';
 import { OVERDUE_SECONDS, SHOWN_STATES, type AccountStatus, type FleetStatus } from './fleetStatus.ts';
 import { nextPass } from './formatFleetStatus.ts';
@@ -148,21 +148,6 @@ function stateBadge(state: string): string {
   return `<span class="badge state-${escapeHtml(state)}">${escapeHtml(state.replace('_', ' '))}</span>`;
 }
 
-function card(title: string, body: string, cls = ''): string {
-  return `<section${cls ? ` class="${cls}"` : ''}><h2>${escapeHtml(title)}</h2>${body}</section>`;
-}
-
-/** Rows of [term, definition]; definitions are markup already. */
-function dl(rows: Array<[string, string]>): string {
-  return `<dl>${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd>${value}</dd>`).join('')}</dl>`;
-}
-
-/** Cells are markup already. */
-function table(head: string[], rows: string[][], cls = ''): string {
-  const th = head.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
-  const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join('')}</tr>`).join('');
-  return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table>`;
-}
 
 function meter(value: number, total: number): string {
   const width = total <= 0 ? 0 : Math.min(100, (value / total) * 100);
