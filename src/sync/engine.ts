@@ -71,6 +71,12 @@ export interface PassOptions {
   until?: number;
   /** Start no request once this is aborted. @default never */
   yield?: AbortSignal;
+  /**
+   * Asked before each background request (a backfill, a revalidation): true ends the pass there, as `until` does, while
+   * its live work (polls, the details they made due) is done. A fleet worker says true while other accounts' live work
+   * waits for a slot. @default never
+   */
+  yieldBackground?: () => boolean;
 }
 
 export class SyncEngine {
@@ -173,9 +179,12 @@ export class SyncEngine {
       stoppedBy: null,
     };
     // Asked before each request is started, never while one is in flight: what was fetched is written.
-    const yieldNow = () => {
+    const yieldNow = (background = false) => {
       if (summary.yielded) return true;
-      const due = (options.until !== undefined && this.#o.clock.now() >= options.until) || options.yield?.aborted === true;
+      const due =
+        (options.until !== undefined && this.#o.clock.now() >= options.until) ||
+        options.yield?.aborted === true ||
+        (background && options.yieldBackground?.() === true);
       if (due) summary.yielded = true;
       return due;
     };
@@ -197,7 +206,7 @@ export class SyncEngine {
     return summary;
   }
 
-  async #runPlan(plan: Plan, summary: PassSummary, yieldNow: () => boolean): Promise<void> {
+  async #runPlan(plan: Plan, summary: PassSummary, yieldNow: (background?: boolean) => boolean): Promise<void> {
     const polled = new Set<ListName>();
     for (const list of plan.polls) {
       if (yieldNow()) return;
@@ -224,7 +233,7 @@ export class SyncEngine {
     let stop: Error | null = null;
     let next = 0;
     const worker = async () => {
-      while (!stop && next < jobs.length && !yieldNow()) {
+      while (!stop && next < jobs.length && !yieldNow(jobs[next]![1] !== 'detail')) {
         const [id, kind] = jobs[next++]!;
         try {
           await this.#fetchDetail(id, kind, summary);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sql } from '../../src/db/connect.ts';
+import { queryRows, sql } from '../../src/db/connect.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 
@@ -53,5 +53,39 @@ describe.each(backends)('a pass that yields, on $name', ({ open }) => {
     expect(next.yielded).toBeUndefined();
     expect(next.requests).toBeGreaterThan(0);
     expect(await fetched()).toBe(next.detailsFetched);
+  });
+
+  it('yieldBackground: the live work is done (polls, the details they made due), no backfill or revalidation starts', async () => {
+    const kinds: string[] = [];
+    const onSent = (e: { kind: string }) => kinds.push(e.kind);
+    m.engine.events.on('request:sent', onSent);
+    const pass = async (yieldBackground: boolean) => {
+      kinds.length = 0;
+      return m.engine.pass({ yieldBackground: () => yieldBackground });
+    };
+    // The first pass polls every list; what it finds is backfill, for later passes.
+    const first = await pass(true);
+    expect(kinds.length).toBe(4);
+    expect(kinds.every((k) => k.startsWith('list_'))).toBe(true);
+    expect(first.detailsFetched).toBe(0);
+    const ticket = m.sim.model.randomTicketId('open')!;
+    m.sim.model.markRead(ticket);
+    await m.runUntil(async () => (await fetched()) === 40);
+    // A customer writes on an open ticket: the open list shows it unread, and its detail is live work.
+    m.sim.model.inboundMessage(ticket);
+    m.clock.advance(30 * 60_000);
+    const synced = () => queryRows<{ at: string }>(m.db, sql`select detail_synced_at::text as at from tickets where id = ${ticket}`);
+    const before = await synced();
+    const second = await pass(true);
+    expect(kinds).toContain('list_open');
+    expect(kinds).toContain('detail');
+    expect(kinds.filter((k) => k === 'backfill' || k === 'revalidate')).toEqual([]);
+    expect(second.yielded).toBe(true);
+    expect(await synced()).not.toEqual(before);
+    // Nobody waiting: the background work (revalidation, with this budget) goes on.
+    const third = await pass(false);
+    expect(kinds).toContain('revalidate');
+    expect(third.yielded).toBeUndefined();
+    m.engine.events.off('request:sent', onSent);
   });
 });
