@@ -15,8 +15,8 @@ import { SMALL } from './workload.ts';
 /**
  * `npm run bench:fleet`: a fleet in real time on this machine (issue 14). `--accounts` (1,000) accounts of the small
  * workload (40 open / 400 resolved, each its own 1,440/day and 60/min in the simulator) synced by `--workers` (3)
- * `fleet run` processes of `--concurrency` (8) slots for `--minutes` (10); `--registered` (10,000) accounts in all,
- * the rest paused, so the engine carries a large registry. At `--kill-at` minutes (5; 0 = never) one worker is killed
+ * `fleet run` processes of `--concurrency` (20 slots: 3 × (7 + 20) = 81 of PostgreSQL's 100 connections) for
+ * `--minutes` (10); `--registered` (10,000) accounts in all, the rest paused, so the engine carries a large registry. At `--kill-at` minutes (5; 0 = never) one worker is killed
  * with SIGKILL and replies are waiting in 50 accounts. The simulator runs in this process, its activity at
  * `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
  * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--out FILE` writes the results there; `--single-from
@@ -36,7 +36,7 @@ const num = (name: string, fallback: number) => {
 const ACCOUNTS = num('accounts', quick ? 60 : 1_000);
 const REGISTERED = Math.max(ACCOUNTS, num('registered', quick ? 600 : 10_000));
 const WORKERS = num('workers', 3);
-const CONCURRENCY = num('concurrency', 8);
+const CONCURRENCY = num('concurrency', 20);
 const MINUTES = num('minutes', quick ? 3 : 10);
 const KILL_AT = num('kill-at', quick ? 1.5 : 5);
 const SCALE = num('activity-scale', 20);
@@ -140,12 +140,15 @@ while (Date.now() < end) {
   }
   if (KILL_AT > 0 && killAt === null && now >= runStart + KILL_AT * 60_000) {
     const victim = workers[0]!;
-    const { rows } = await db.query<{ application_name: string }>(
-      `select a.application_name from pg_stat_activity a join pg_locks l on l.pid = a.pid and l.locktype = 'advisory' and l.granted
-       where a.application_name like $1`,
-      [`tm % ${victim.id}`],
+    // The accounts whose lock the victim's lock session holds (an advisory lock on a bigint key: its low 32 bits in objid).
+    const { rows } = await db.query<{ name: string }>(
+      `select acc.name from pg_stat_activity a
+         join pg_locks l on l.pid = a.pid and l.locktype = 'advisory' and l.granted
+         join ${quoteIdent(FLEET_SCHEMA)}.accounts acc on l.objid::bigint = (hashtext('ticket-mirror:sync:' || acc.schema_name)::bigint & 4294967295)
+       where a.application_name = $1`,
+      [`tm fleet locks ${victim.id}`.slice(0, 63)],
     );
-    inFlightAtKill = rows.map((r) => r.application_name.split(' ')[1]!);
+    inFlightAtKill = rows.map((r) => r.name);
     victim.child.kill('SIGKILL');
     victim.killed = true;
     killAt = Date.now();

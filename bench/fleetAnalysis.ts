@@ -18,6 +18,8 @@ export interface FleetRunFigures {
     p50Ms: number | null;
     p99Ms: number | null;
     maxMs: number | null;
+    /** Of `jobs`: live work still queued at the end (counted at its age then). */
+    unstarted?: number;
     background: { jobs: number; p50Ms: number | null; p99Ms: number | null };
     all: { jobs: number; p50Ms: number | null; p99Ms: number | null };
   };
@@ -76,19 +78,44 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
     if (entries.length > 0) synced++;
   }
 
-  // The engine's view of each due job: how late after its start_after a worker took it.
+  // The engine's view of each job: how late after the instant its work fell due a worker took it. A live job (a list
+  // due, a reply, a hand-back, a first pass) is due at its start_after; a background job (a backfill's next slice)
+  // carries when its account's next list falls due (data.liveAt, raised to live then): started after that instant, it
+  // ran a due poll, late by the time since max(start_after, liveAt); started before, it was background work alone.
   const jobs = `${quoteIdent(`${FLEET_SCHEMA}_jobs`)}`;
-  const { rows: lateness } = await db.query<{ late_ms: string; priority: number }>(
-    `select extract(epoch from started_on - start_after) * 1000 as late_ms, priority from (
-       select started_on, start_after, priority from ${jobs}.job where name = 'account-pass' and started_on is not null
+  const { rows: timings } = await db.query<{ started_ms: string; start_ms: string; live_ms: string | null; priority: number }>(
+    `select extract(epoch from started_on) * 1000 as started_ms, extract(epoch from start_after) * 1000 as start_ms,
+            case when jsonb_typeof(data -> 'liveAt') = 'number' then data ->> 'liveAt' end as live_ms, priority from (
+       select started_on, start_after, priority, data from ${jobs}.job where name = 'account-pass' and started_on is not null
        union all
-       select started_on, start_after, priority from ${jobs}.archive where name = 'account-pass' and started_on is not null
+       select started_on, start_after, priority, data from ${jobs}.archive where name = 'account-pass' and started_on is not null
      ) j where started_on >= to_timestamp($1 / 1000.0) and started_on <= to_timestamp($2 / 1000.0)`,
     [i.runStart, i.runEnd],
   );
-  // Live jobs (a list due, a reply, a hand-back) carry priority 1; the rest are background (a backfill's next slice).
-  const late = lateness.filter((r) => r.priority > 0).map((r) => Math.max(0, Number(r.late_ms)));
-  const lateBackground = lateness.filter((r) => r.priority === 0).map((r) => Math.max(0, Number(r.late_ms)));
+  const late: number[] = [];
+  const lateBackground: number[] = [];
+  for (const t of timings) {
+    const started = Number(t.started_ms);
+    const startAfter = Number(t.start_ms);
+    const liveAt = t.live_ms === null ? null : Number(t.live_ms);
+    if (liveAt !== null ? liveAt <= started : t.priority > 0) late.push(Math.max(0, started - Math.max(startAfter, liveAt ?? startAfter)));
+    else lateBackground.push(Math.max(0, started - startAfter));
+  }
+  // Live work still queued at the end counts too, late by its age then (at least): without it, the jobs that waited
+  // longest would be the ones left out.
+  const { rows: waiting } = await db.query<{ due_ms: string }>(
+    `select extract(epoch from start_after) * 1000 as start_ms,
+            greatest(extract(epoch from start_after) * 1000, case when jsonb_typeof(data -> 'liveAt') = 'number' then (data ->> 'liveAt')::numeric end) as due_ms
+       from ${jobs}.job where name = 'account-pass' and state in ('created', 'retry')
+        and (priority > 0 or jsonb_typeof(data -> 'liveAt') = 'number')`,
+  );
+  let unstarted = 0;
+  for (const w of waiting) {
+    const due = Number(w.due_ms);
+    if (due >= i.runEnd) continue;
+    unstarted++;
+    late.push(i.runEnd - due);
+  }
 
   // List-visible lag: from a change until the end of the first poll, sent after it, of a list that shows it.
   const lags: Array<number | null> = [];
@@ -186,6 +213,7 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
       p50Ms: quantile(late, 0.5),
       p99Ms: quantile(late, 0.99),
       maxMs: late.length ? Math.max(...late) : null,
+      unstarted,
       background: { jobs: lateBackground.length, p50Ms: quantile(lateBackground, 0.5), p99Ms: quantile(lateBackground, 0.99) },
       all: { jobs: late.length + lateBackground.length, p50Ms: quantile([...late, ...lateBackground], 0.5), p99Ms: quantile([...late, ...lateBackground], 0.99) },
     },
@@ -224,10 +252,11 @@ export function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures[
       met: f.requests.maxPerAccountMinute <= 60,
     },
     {
-      // Every job counts: a list falls due inside whatever pass the account runs next, background slices included.
+      // Every job that ran a due poll (a live job, or background work whose list fell due while it waited) and every
+      // one still waiting at the end; background work alone is reported apart.
       target: "every account's due poll started within 30 s of its wakeAt (p99)",
-      result: `p99 ${s(f.dueStart.all.p99Ms)} over all ${f.dueStart.all.jobs} jobs (live ones: p99 ${s(f.dueStart.p99Ms)} over ${f.dueStart.jobs})`,
-      met: f.dueStart.all.p99Ms !== null && f.dueStart.all.p99Ms <= 30_000,
+      result: `p99 ${s(f.dueStart.p99Ms)} over ${f.dueStart.jobs} jobs with a poll due (${f.dueStart.unstarted ?? 0} still waiting at the end); background slices: p99 ${s(f.dueStart.background.p99Ms)}`,
+      met: f.dueStart.p99Ms !== null && f.dueStart.p99Ms <= 30_000,
     },
     {
       target: 'list-visible lag per account p95 ≤ 1.5 × the single-account figure',
@@ -275,7 +304,7 @@ export function renderFleetMarkdown(f: FleetRunFigures): string {
     '| figure | value |',
     '|---|---|',
     `| requests | ${f.requests.total} (${f.requests.perSecond.toFixed(1)}/s), ${f.requests.accountsSynced} accounts synced |`,
-    `| live pass (list or reply due) start after wakeAt | p50 ${s(f.dueStart.p50Ms)}, p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} (${f.dueStart.jobs} jobs) |`,
+    `| pass with a poll or reply due: start after it fell due | p50 ${s(f.dueStart.p50Ms)}, p99 ${s(f.dueStart.p99Ms)}, max ${s(f.dueStart.maxMs)} (${f.dueStart.jobs} jobs) |`,
     `| background pass start after its slot | p50 ${s(f.dueStart.background.p50Ms)}, p99 ${s(f.dueStart.background.p99Ms)} (${f.dueStart.background.jobs} jobs) |`,
     `| list-visible lag | p50 ${s(f.listLag.p50Ms)}, p95 ${s(f.listLag.p95Ms)} over ${f.listLag.changes} changes (${f.listLag.unseen} not seen by the end, counted at their age then) |`,
     ...f.workers.map(

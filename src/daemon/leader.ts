@@ -125,7 +125,7 @@ export function syncLockKey(schema: string): string {
 }
 
 /** A connection of its own for a session lock, outside any pool (see postgresLeadership). */
-async function lockConnection(databaseUrl: string, applicationName: string, queryTimeoutMs: number): Promise<pg.Client> {
+export async function lockConnection(databaseUrl: string, applicationName: string, queryTimeoutMs: number): Promise<pg.Client> {
   const client = new pg.Client({
     connectionString: databaseUrl,
     application_name: applicationName.slice(0, 63),
@@ -142,44 +142,8 @@ async function lockConnection(databaseUrl: string, applicationName: string, quer
   return client;
 }
 
-export interface TrySyncLockOptions {
-  databaseUrl: string;
-  /** The schema whose syncer this process would be (`ticket-mirror:sync:<schema>`, the key `run` takes). */
-  schema: string;
-  logger: Logger;
-  /** Shown in pg_stat_activity (at most 63 bytes), e.g. the fleet worker's id and the account. */
-  applicationName: string;
-  /** How often the holder checks its lock connection. @default 5000 */
-  heartbeatMs?: number;
-  /** A heartbeat unanswered for this long counts as a lost connection. @default 5000 */
-  heartbeatTimeoutMs?: number;
-}
-
-/**
- * One try at the lock `run`'s leader holds, for a syncer that does not wait: a fleet worker's pass of one account. The
- * lease, when it is got, is held and watched exactly as a leader's is (same connection settings, heartbeat, and
- * `lost` signal; `session` proves the holder gone to the reply outbox); null when another process holds it.
- * Throws when PostgreSQL cannot be reached.
- */
-export async function trySyncLock(options: TrySyncLockOptions): Promise<Lease | null> {
-  const heartbeatMs = msOption('heartbeatMs', options.heartbeatMs, 5_000, 1);
-  const heartbeatTimeoutMs = msOption('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 5_000, 1);
-  const client = await lockConnection(options.databaseUrl, options.applicationName, heartbeatTimeoutMs);
-  try {
-    const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtext($1)) as locked', [syncLockKey(options.schema)]);
-    if (!rows[0]?.locked) {
-      await client.end().catch(() => {});
-      return null;
-    }
-    return hold(client, heartbeatMs, options.logger, () => {}, await sessionOf(client), 'the lock connection failed; stopping this pass');
-  } catch (error) {
-    await client.end().catch(() => {});
-    throw error;
-  }
-}
-
 /** The lock connection's own backend, as another session sees it in pg_stat_activity. */
-async function sessionOf(client: pg.Client): Promise<LeaderSession> {
+export async function sessionOf(client: pg.Client): Promise<LeaderSession> {
   const { rows } = await client.query<{ pid: number; started: string }>(
     `select pid, to_char(backend_start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as started
      from pg_stat_activity where pid = pg_backend_pid()`,

@@ -44,6 +44,8 @@ export interface OpenDatabaseOptions {
   schema?: string;
   /** Pool size on PostgreSQL. @default 5 */
   poolSize?: number;
+  /** The sessions' application_name on PostgreSQL (at most 63 bytes). @default 'ticket-mirror' */
+  applicationName?: string;
   /** Written into report_settings by every migrate (REPORT_* of the configuration). @default the row is left as it is */
   report?: ReportSettings | undefined;
 }
@@ -53,7 +55,7 @@ const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const schemaName = options.schema ?? 'public';
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5), options.report);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5), options.report, options.applicationName);
   if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
   return openPglite(options.pgliteDir, schemaName, options.report);
 }
@@ -66,11 +68,11 @@ async function afterMigrations(db: Db, report: ReportSettings | undefined): Prom
   });
 }
 
-async function openPostgres(url: string, schemaName: string, max: number, report: ReportSettings | undefined): Promise<Database> {
+async function openPostgres(url: string, schemaName: string, max: number, report: ReportSettings | undefined, applicationName = 'ticket-mirror'): Promise<Database> {
   const pool = new pg.Pool({
     connectionString: url,
     max,
-    application_name: 'ticket-mirror',
+    application_name: applicationName.slice(0, 63),
     // Every session reads and writes instants in UTC and finds the tables in DB_SCHEMA.
     options: `-c TimeZone=UTC -c search_path=${schemaName}`,
     connectionTimeoutMillis: 10_000,

@@ -36,6 +36,8 @@ export interface OpenFleetDatabaseOptions {
   schema?: string;
   /** @default 2 */
   poolSize?: number;
+  /** The sessions' application_name (at most 63 bytes). @default 'ticket-mirror fleet' */
+  applicationName?: string;
 }
 
 const MIGRATIONS = fileURLToPath(new URL('../../migrations/fleet', import.meta.url));
@@ -48,7 +50,7 @@ export async function openFleetDatabase(options: OpenFleetDatabaseOptions): Prom
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
     max: intOption('poolSize', options.poolSize, 2),
-    application_name: 'ticket-mirror fleet',
+    application_name: (options.applicationName ?? 'ticket-mirror fleet').slice(0, 63),
     options: `-c TimeZone=UTC -c search_path=${schema}`,
     connectionTimeoutMillis: 10_000,
   });

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { LedgerEntry } from '../api/client.ts';
 import type { Clock } from '../clock.ts';
-import { trySyncLock, type Lease } from '../daemon/leader.ts';
+import type { Lease } from '../daemon/leader.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { getAccount, type Account, type PassOutcome } from '../db/repos/accounts.ts';
 import { latestRequestId } from '../db/repos/ledger.ts';
@@ -14,6 +14,7 @@ import type { PassSummary } from '../sync/events.ts';
 import { isoMicros, SECOND_MS } from '../time.ts';
 import type { AccountRuntime, RuntimeCache } from './accountRuntime.ts';
 import { LIVE_PRIORITY, type JobQueue, type PassJob } from './jobQueue.ts';
+import type { LockSession } from './lockSession.ts';
 import { decideOutcome, type Outcome, type PassResult } from './passOutcome.ts';
 import type { FleetTiming } from './timing.ts';
 import type { FleetWorkerEventMap, SkipReason } from './workerEvents.ts';
@@ -22,7 +23,7 @@ import type { FleetWorkerEventMap, SkipReason } from './workerEvents.ts';
  * One job of the queue: one bounded pass of one account, start to end.
  *
  *   the account's row ─ missing or paused: done, no successor; backing off: a successor at the back-off's end
- *   its lock (`ticket-mirror:sync:<schema>`, the one `run` takes; tried once) ─ held elsewhere: done, no successor
+ *   its lock (`ticket-mirror:sync:<schema>`, the one `run` takes; tried once, on the worker's LockSession) ─ held elsewhere: done, no successor
  *     (its holder queues it; if the holder is gone, the reconciler does)
  *   its runtime (database, engine, token opened) ─ one pass, starting no request after the slice or once the worker
  *     stops ─ the reply outbox, with a claimer the lock's session proves gone ─ the plan's wakeAt
@@ -36,6 +37,8 @@ import type { FleetWorkerEventMap, SkipReason } from './workerEvents.ts';
 export interface JobContext {
   fleet: FleetDatabase;
   queue: JobQueue;
+  /** The worker's session for the accounts' locks. */
+  locks: LockSession;
   cache: RuntimeCache;
   clock: Clock;
   logger: Logger;
@@ -48,6 +51,8 @@ export interface JobContext {
   hardStop: AbortSignal;
   /** Accounts woken while their pass ran (a reply inserted, an operator's action): their successor is due soon. */
   woken: Map<string, { manual: boolean }>;
+  /** True while other accounts' live work waits for a slot: passes then leave their background work for later. */
+  liveWaiting: () => boolean;
 }
 
 const ACCOUNT_NAME = new RegExp(ACCOUNT_NAME_PATTERN);
@@ -69,13 +74,7 @@ export async function runAccountJob(c: JobContext, job: PassJob): Promise<void> 
   const notBefore = account.notBefore === null ? 0 : Date.parse(account.notBefore);
   if (!job.manual && notBefore > startedAt) return skip('backing_off', { delayMs: Math.max(notBefore - startedAt, c.timing.successorGapMs) });
 
-  const lease = await trySyncLock({
-    databaseUrl: c.fleet.databaseUrl,
-    schema: account.schemaName,
-    logger: c.logger.child({ account: account.name }),
-    // Who holds which account, in pg_stat_activity.
-    applicationName: `tm ${account.name} ${c.workerId}`,
-  });
+  const lease = await c.locks.tryLock(account.schemaName);
   if (!lease) return skip('busy');
 
   let pass: PassRun;
@@ -121,7 +120,7 @@ async function runPass(c: JobContext, account: Account, lease: Lease): Promise<P
   runtime.engine.events.on('pass:finished', finished);
   try {
     try {
-      const summary = await runtime.engine.pass({ until: c.clock.now() + c.timing.sliceMs, yield: c.stopping });
+      const summary = await runtime.engine.pass({ until: c.clock.now() + c.timing.sliceMs, yield: c.stopping, yieldBackground: c.liveWaiting });
       run.result = { kind: 'passed', summary };
       if (!lease.lost.aborted && !c.stopping.aborted) run.result.afterPassError = await deliver(c, runtime, lease, logger);
     } catch (error) {
@@ -219,10 +218,17 @@ async function record(c: JobContext, job: PassJob, account: Account, pass: PassR
   };
   // Fairness: a pass for a list that falls due (or a reply) goes before background work (a backfill's next slice) that
   // is due as long or longer; pg-boss fetches by priority, then by age.
+  // A background successor carries when its list falls due: the queue raises it to live then (jobQueue.promote).
   const live = woken !== undefined || handedBack || (pass.liveAt !== null && pass.liveAt <= now + delayMs + SECOND_MS);
+  const liveInMs = !live && pass.liveAt !== null ? pass.liveAt - now : undefined;
   await c.queue.finish(job, {
     outcome: row,
-    successor: { delayMs, ...(live ? { priority: LIVE_PRIORITY } : {}), ...(woken?.manual ? { manual: true } : {}) },
+    successor: {
+      delayMs,
+      ...(live ? { priority: LIVE_PRIORITY } : {}),
+      ...(liveInMs !== undefined ? { liveInMs } : {}),
+      ...(woken?.manual ? { manual: true } : {}),
+    },
   });
 
   const report = {

@@ -13,7 +13,8 @@ import { SyncEngine } from '../sync/engine.ts';
 import { openToken, type FleetKey } from './tokenSeal.ts';
 
 /**
- * What a worker keeps of an account between its passes: the account's Database (its schema, a pool of 2) and its
+ * What a worker keeps of an account between its passes: the account's Database (its schema, one connection: a pass's
+ * statements run one at a time, as on the embedded database) and its
  * SyncEngine, built through the daemon's composition (same logging of passes), with the token opened from its sealed
  * blob here and only here, into the engine's memory.
  *
@@ -23,7 +24,7 @@ import { openToken, type FleetKey } from './tokenSeal.ts';
  * of the account's row that the engine was built from (API URL, token, limits, schema) means one too.
  *
  * At most `capacity` entries are kept (the worker's concurrency): the least recently used idle one is closed when a
- * new one is needed, so a worker holds at most 2 × capacity connections for account pools. Each schema is migrated
+ * new one is needed, so a worker holds at most `capacity` connections for account databases. Each schema is migrated
  * once per process (and gets the reply trigger, and the fleet views are refreshed to include it).
  */
 
@@ -50,6 +51,8 @@ export interface RuntimeCacheOptions {
   logger: Logger;
   /** Entries kept open. */
   capacity: number;
+  /** In the application_name of each account's session (`tm <account> <worker>`), as pg_stat_activity shows it. */
+  workerId: string;
   /** Aborted by a hard stop: every engine's requests are cut off. */
   hardStop: AbortSignal;
   /** Largest API answer read (API_MAX_RESPONSE_BYTES). */
@@ -87,7 +90,7 @@ export class RuntimeCache {
       }
     } else {
       await this.#makeRoom();
-      const database = await openDatabase({ databaseUrl: this.#o.fleet.databaseUrl, schema: account.schemaName, poolSize: 2 });
+      const database = await openDatabase({ databaseUrl: this.#o.fleet.databaseUrl, schema: account.schemaName, poolSize: 1, applicationName: `tm ${account.name} ${this.#o.workerId}` });
       try {
         await this.#migrateOnce(account, database);
         entry = this.#build(account, database);

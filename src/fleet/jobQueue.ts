@@ -3,7 +3,7 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { Db } from '../db/connect.ts';
 import { recordPassOutcome, type PassOutcome } from '../db/repos/accounts.ts';
-import { lockAccountChain, openJobs, type OpenJob } from '../db/repos/fleetJobs.ts';
+import { databaseNowMs, lockAccountChain, openJobs, promoteLiveJobs, type OpenJob } from '../db/repos/fleetJobs.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { SECOND_MS } from '../time.ts';
@@ -27,6 +27,11 @@ import type { FleetTiming } from './timing.ts';
  *    after the pass had already queued its successor), and a retried job that finds a queued successor lets it run
  *    and ends (`claimChain`).
  *
+ * Priorities: a job for live work (a list due, a reply, an operator's action, a first pass) carries LIVE_PRIORITY and
+ * is fetched before background work (a backfill's next slice) due as long; a background job carries, in its data, when
+ * its account's next list falls due (`liveAt`), and `promote` raises it then — pg-boss 10 cannot change a queued job's
+ * priority, so that one UPDATE of its job table is ours (fleetJobs.promoteLiveJobs).
+ *
  * Its pool: `poolSize` connections, used by pg-boss (fetch, maintenance) and by these transactions; search_path is the
  * control schema, so the accounts repository works inside them.
  */
@@ -37,6 +42,8 @@ export const QUEUE = 'account-pass';
 export interface PassJobData {
   account: string;
   manual?: boolean;
+  /** When the account's live work falls due (epoch ms, the database's clock): the job is raised to LIVE_PRIORITY then. */
+  liveAt?: number;
 }
 
 export interface PassJob {
@@ -56,6 +63,12 @@ export interface Successor {
   manual?: boolean;
   /** pg-boss's priority (higher first): LIVE_PRIORITY for a pass a list or a reply is due for. @default 0 */
   priority?: number;
+  /**
+   * For background work (priority 0): milliseconds from now until the account's live work (its next list poll) falls
+   * due; `promote` raises the job to LIVE_PRIORITY then, so a job queued behind others is not left behind them once a
+   * list of its account is due.
+   */
+  liveInMs?: number;
 }
 
 /** The priority of a job for live work (a list due, a reply): fetched before background work due as long. */
@@ -71,6 +84,8 @@ export interface JobQueueOptions {
   logger: Logger;
   /** @default 3 */
   poolSize?: number;
+  /** The sessions' application_name (at most 63 bytes). @default 'ticket-mirror fleet jobs' */
+  applicationName?: string;
 }
 
 /** Where pg-boss keeps the fleet's jobs. */
@@ -94,7 +109,7 @@ export class JobQueue {
     this.#pool = new pg.Pool({
       connectionString: o.databaseUrl,
       max: o.poolSize ?? 3,
-      application_name: 'ticket-mirror fleet jobs',
+      application_name: (o.applicationName ?? 'ticket-mirror fleet jobs').slice(0, 63),
       options: `-c TimeZone=UTC -c search_path=${o.fleetSchema}`,
       connectionTimeoutMillis: 10_000,
     });
@@ -229,7 +244,7 @@ export class JobQueue {
       if (!done?.affected) await this.#boss.cancel(QUEUE, job.id, { db: boss });
       if (!o.successor) return;
       const queued = (await this.#openJobs(tx, job.account, false)).some((j) => j.id !== job.id && j.state !== 'active');
-      if (!queued) await this.#send(boss, job.account, o.successor);
+      if (!queued) await this.#send({ tx, boss }, job.account, o.successor);
     });
   }
 
@@ -252,7 +267,7 @@ export class JobQueue {
       const successor: Successor = { delayMs: o.delayMs ?? 0, ...(o.manual ? { manual: true } : {}), ...(o.priority ? { priority: o.priority } : {}) };
       const queued = open[0];
       if (!queued) {
-        await this.#send(boss, account, successor);
+        await this.#send({ tx, boss }, account, successor);
         return 'sent';
       }
       // Moved only when that gains more than a second.
@@ -260,7 +275,11 @@ export class JobQueue {
       const higher = (successor.priority ?? 0) > queued.priority;
       if (!o.bringForward || (!sooner && !higher)) return 'queued';
       await this.#boss.cancel(QUEUE, open.map((j) => j.id), { db: boss });
-      await this.#send(boss, account, successor);
+      // What the jobs replaced carried stays: an operator's start (its back-off set aside), a higher priority.
+      if (open.some((j) => j.manual)) successor.manual = true;
+      const priority = Math.max(successor.priority ?? 0, ...open.map((j) => j.priority));
+      if (priority > 0) successor.priority = priority;
+      await this.#send({ tx, boss }, account, successor);
       return 'moved';
     });
   }
@@ -275,8 +294,20 @@ export class JobQueue {
     return openJobs(tx, { jobsSchema: this.jobsSchema, queue: QUEUE, account, lock });
   }
 
-  async #send(boss: PgBoss.Db, account: string, s: Successor): Promise<void> {
+  /**
+   * Raises the queued jobs whose live work has fallen due (see Successor.liveInMs) and counts the live jobs due and
+   * waiting for a worker. Each worker calls it every pollIntervalMs.
+   */
+  promote(): Promise<{ promoted: number; waiting: number }> {
+    return this.#transaction(({ tx }) => promoteLiveJobs(tx, { jobsSchema: this.jobsSchema, queue: QUEUE, priority: LIVE_PRIORITY }));
+  }
+
+  async #send({ tx, boss }: Tx, account: string, s: Successor): Promise<void> {
     const data: PassJobData = { account, ...(s.manual ? { manual: true } : {}) };
+    if (s.liveInMs !== undefined && Number.isFinite(s.liveInMs) && (s.priority ?? 0) < LIVE_PRIORITY) {
+      // By the database's clock, as startAfter is: no skew between the worker's clock and the server's.
+      data.liveAt = (await databaseNowMs(tx)) + Math.max(0, Math.round(s.liveInMs));
+    }
     const t = this.#o.timing;
     await this.#boss.send(QUEUE, data, {
       singletonKey: account,

@@ -13,7 +13,10 @@ import { MINUTE_MS, SECOND_MS } from '../time.ts';
  * a reply POST included, what they brought is written), the reply outbox gets `deliverySliceMs` after it, and the
  * account's next job is queued at once (2 s later) behind every job already due. Worst wait of a due poll when every
  * slot is busy: slice 15 s + the request in flight (~1 s on a healthy API) + delivery 5 s + a fetch poll 2 s ≈ 23 s
- * < 30 s. A busy account loses nothing: its next slice follows 2 s later, behind the due work of the others.
+ * < 30 s. A busy account loses nothing: its next slice follows 2 s later, behind the due work of the others. Live
+ * work waits less: its jobs are fetched first (priorities, jobQueue.ts), and while more of it waits than a worker has
+ * free slots, the worker's passes end at their next background request (`liveWaiting`, refreshed every
+ * pollIntervalMs), so a slot frees within a request or two.
  * (A hung request is bounded by the API client's own 30 s timeout; the lock, not the slice, is what keeps the account
  * single-threaded then, see below.)
  *

@@ -13,6 +13,7 @@ import { intOption } from '../options.ts';
 import { runAccountJob, type JobContext } from './accountJob.ts';
 import { RuntimeCache } from './accountRuntime.ts';
 import { JobQueue, LIVE_PRIORITY, QUEUE, type PassJob } from './jobQueue.ts';
+import { LockSession } from './lockSession.ts';
 import { fleetTiming, type FleetTiming } from './timing.ts';
 import type { FleetKey } from './tokenSeal.ts';
 import type { FleetWorkerEventMap } from './workerEvents.ts';
@@ -35,9 +36,9 @@ import type { FleetWorkerEventMap } from './workerEvents.ts';
  * successor soon; the others make sure a job is due now (jobQueue.ensureChain, which leaves an active one alone).
  *
  * Connections to PostgreSQL per worker: the control schema's pool (2, the caller's), the job pool (3), the LISTEN
- * session (1), and per slot the account's lock session (1) and its database's pool (2) — at most 6 + 3 × concurrency
- * (concurrency 4: 18). With max_connections = 100 and a few kept for superusers and the operator, 5 workers of
- * concurrency 4 fit (90).
+ * session (1), the accounts' lock session (1, lockSession.ts) and per slot the account's database (1: a pass's
+ * statements run one at a time) — at most 7 + concurrency (concurrency 4: 11). With max_connections = 100 and a few
+ * kept for superusers and the operator, 3 workers of concurrency 23 fit (90).
  */
 
 export interface FleetWorkerOptions {
@@ -67,7 +68,7 @@ export interface FleetWorker {
 
 /** Connections a worker opens at most (see the header): for the README's arithmetic and the CLI's log. */
 export function connectionsPerWorker(concurrency: number): number {
-  return 6 + 3 * concurrency;
+  return 7 + concurrency;
 }
 
 const ACCOUNT_NAME = new RegExp(ACCOUNT_NAME_PATTERN);
@@ -89,6 +90,7 @@ class Worker implements FleetWorker {
   readonly events = new EventEmitter<FleetWorkerEventMap>();
   readonly #o: FleetWorkerOptions;
   readonly #queue: JobQueue;
+  readonly #locks: LockSession;
   readonly #cache: RuntimeCache;
   readonly #stopping = new AbortController();
   readonly #hardStop = new AbortController();
@@ -99,6 +101,10 @@ class Worker implements FleetWorker {
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #reconcileTimer: NodeJS.Timeout | undefined;
+  #promoteTimer: NodeJS.Timeout | undefined;
+  #promoting = false;
+  /** Live jobs due and waiting for a worker, as the last promote or fetch saw them. */
+  #liveWaiting = 0;
   #listener: pg.Client | undefined;
   #stopped: Promise<void> | undefined;
 
@@ -108,19 +114,28 @@ class Worker implements FleetWorker {
     this.concurrency = intOption('concurrency', o.concurrency, 4);
     this.timing = fleetTiming(o.timing);
     const logger = o.logger.child({ worker: this.workerId });
-    this.#queue = new JobQueue({ databaseUrl: o.fleet.databaseUrl, fleetSchema: o.fleet.schema, timing: this.timing, logger });
+    this.#queue = new JobQueue({
+      databaseUrl: o.fleet.databaseUrl,
+      fleetSchema: o.fleet.schema,
+      timing: this.timing,
+      logger,
+      applicationName: `tm fleet jobs ${this.workerId}`,
+    });
+    this.#locks = new LockSession({ databaseUrl: o.fleet.databaseUrl, applicationName: `tm fleet locks ${this.workerId}`, logger });
     this.#cache = new RuntimeCache({
       fleet: o.fleet,
       key: o.key,
       clock: o.clock,
       logger,
       capacity: this.concurrency,
+      workerId: this.workerId,
       hardStop: this.#hardStop.signal,
       maxResponseBytes: o.config.maxResponseBytes,
     });
     this.#ctx = {
       fleet: o.fleet,
       queue: this.#queue,
+      locks: this.#locks,
       cache: this.#cache,
       clock: o.clock,
       logger,
@@ -130,6 +145,8 @@ class Worker implements FleetWorker {
       stopping: this.#stopping.signal,
       hardStop: this.#hardStop.signal,
       woken: this.#woken,
+      // Live work that this worker's free slots cannot take at once: the passes running leave their background work.
+      liveWaiting: () => this.#liveWaiting > this.concurrency - this.#running.size,
     };
   }
 
@@ -157,6 +174,7 @@ class Worker implements FleetWorker {
       Math.floor(every * (0.5 + Math.random() / 2)),
     );
     this.#reconcileTimer = first;
+    this.#promoteTimer = setInterval(() => void this.#promote(), this.timing.pollIntervalMs);
     this.#logger.info({ concurrency: this.concurrency, queue: QUEUE, jobsSchema: this.#queue.jobsSchema }, 'fleet worker started');
   }
 
@@ -169,6 +187,8 @@ class Worker implements FleetWorker {
       if (free > 0) {
         const jobs = await this.#queue.fetch(free);
         fetched = jobs.length;
+        // Fewer than asked for: nothing else is due, live or not.
+        if (fetched < free) this.#liveWaiting = 0;
         for (const job of jobs) this.#startJob(job);
       }
       // All asked for came: more may be due (unless no slot is left, then a freed one wakes the loop).
@@ -203,6 +223,25 @@ class Worker implements FleetWorker {
     this.#running.set(key, done);
   }
 
+  /**
+   * Raises the background jobs whose account's list has fallen due to live (jobQueue.promote), and learns how much
+   * live work waits: while more waits than this worker has free slots, its passes leave their background work.
+   */
+  async #promote(): Promise<void> {
+    if (this.#stopping.signal.aborted || this.#promoting) return;
+    this.#promoting = true;
+    try {
+      const { promoted, waiting } = await this.#queue.promote();
+      this.#liveWaiting = waiting;
+      if (promoted > 0) this.events.emit('jobs:promoted', { jobs: promoted, waiting });
+      if (waiting > 0) this.#wake?.();
+    } catch (error) {
+      this.#logger.warn({ err: safeErrorMessage(error) }, 'could not raise the jobs whose lists fell due; trying again');
+    } finally {
+      this.#promoting = false;
+    }
+  }
+
   /** Queues a job for every active account that has none (see timing.ts, "Chains"). */
   async #reconcile(): Promise<void> {
     if (this.#stopping.signal.aborted) return;
@@ -211,7 +250,8 @@ class Worker implements FleetWorker {
       let started = 0;
       for (const account of orphans) {
         if (this.#stopping.signal.aborted) break;
-        const result = await this.#queue.ensureChain(account, { bringForward: false });
+        // Its lists are due (never polled, or its chain broke): live work.
+        const result = await this.#queue.ensureChain(account, { bringForward: false, priority: LIVE_PRIORITY });
         if (result === 'sent') {
           started++;
           this.events.emit('chain:woken', { account, via: 'reconcile', result });
@@ -273,6 +313,7 @@ class Worker implements FleetWorker {
       this.#stopping.abort(new Error('the worker is stopping'));
       clearTimeout(this.#reconcileTimer);
       clearInterval(this.#reconcileTimer);
+      clearInterval(this.#promoteTimer);
       const listener = this.#listener;
       this.#listener = undefined;
       await listener?.end().catch(() => {});
@@ -288,6 +329,7 @@ class Worker implements FleetWorker {
       }
       await this.#queue.stop();
       await this.#cache.closeAll();
+      await this.#locks.close();
       this.#logger.info({ tookMs: Math.round(performance.now() - started) }, 'fleet worker stopped');
     })();
     return this.#stopped;

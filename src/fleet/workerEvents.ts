@@ -21,6 +21,8 @@ export interface FleetWorkerEventMap {
   'request:sent': [{ account: string; entry: LedgerEntry }];
   /** A chain of passes was started or hurried: by the reconciler, an operator's announcement, or a reply inserted. */
   'chain:woken': [{ account: string; via: 'reconcile' | 'announce' | 'reply'; result: EnsureResult }];
+  /** Background jobs raised to live, their accounts' lists having fallen due; `waiting`: live jobs due, unfetched. */
+  'jobs:promoted': [{ jobs: number; waiting: number }];
 }
 
 export interface FleetPassReport {

@@ -124,13 +124,14 @@ export async function testFleet(url: string): Promise<TestFleet> {
     },
     workerId: (run) => `${hostname().slice(0, 20)}:${run.pid}`,
     async holders() {
-      const { rows } = await admin.query<{ name: string }>(`select application_name as name from pg_stat_activity where application_name like 'tm %'`);
-      const map = new Map<string, string>();
-      for (const { name } of rows) {
-        const [, account, worker] = name.split(' ');
-        if (account && worker && account !== 'fleet') map.set(account, worker);
-      }
-      return map;
+      // The accounts whose lock a worker's lock session holds (an advisory lock on a bigint key: its low 32 bits in objid).
+      const { rows } = await admin.query<{ account: string; app: string }>(
+        `select acc.name as account, a.application_name as app from pg_stat_activity a
+           join pg_locks l on l.pid = a.pid and l.locktype = 'advisory' and l.granted
+           join "${schema}".accounts acc on l.objid::bigint = (hashtext('ticket-mirror:sync:' || acc.schema_name)::bigint & 4294967295)
+         where a.application_name like 'tm fleet locks %'`,
+      );
+      return new Map(rows.map((r) => [r.account, r.app.slice('tm fleet locks '.length)]));
     },
     async syncRuns(account) {
       const { rows } = await admin.query<{ s: string; e: string; requests: number }>(

@@ -3,7 +3,7 @@ import { openFleetDatabase } from '../../db/fleet.ts';
 import { ConfigError } from '../../errors.ts';
 import { startFleetHttpServer, type FleetHttpServer, type Routes } from '../../fleet/httpServer.ts';
 import type { FleetTiming } from '../../fleet/timing.ts';
-import { connectionsPerWorker, startFleetWorker, type FleetWorker } from '../../fleet/worker.ts';
+import { connectionsPerWorker, defaultWorkerId, startFleetWorker, type FleetWorker } from '../../fleet/worker.ts';
 import type { CommandContext } from '../context.ts';
 import { requireFleetDatabaseAndKey } from '../fleetContext.ts';
 import { PARENT_GONE, stopRequested } from './run.ts';
@@ -35,7 +35,7 @@ export async function fleetRunCommand(ctx: CommandContext, options: FleetRunOpti
   const { config, logger } = ctx;
   const { databaseUrl, key } = requireFleetDatabaseAndKey(config, 'fleet run');
   const signalled = stopRequested(logger, { startedByNpm: process.env.npm_lifecycle_event !== undefined });
-  const fleet = await openFleetDatabase({ databaseUrl, schema: config.fleetSchema, poolSize: 2 });
+  const fleet = await openFleetDatabase({ databaseUrl, schema: config.fleetSchema, poolSize: 2, applicationName: `tm fleet ${defaultWorkerId()}` });
   let worker: FleetWorker | undefined;
   let http: FleetHttpServer | undefined;
   let extras: Awaited<ReturnType<FleetRoutesFactory>> | undefined;

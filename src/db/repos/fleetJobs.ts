@@ -22,6 +22,8 @@ export interface OpenJob {
   dueInMs: number;
   /** pg-boss's priority (higher first). */
   priority: number;
+  /** Started by an operator's action (its data's `manual`). */
+  manual: boolean;
 }
 
 const jobTable = (jobsSchema: string) => sql.raw(`${quoteIdent(jobsSchema)}.job`);
@@ -45,16 +47,53 @@ export async function accountsWithoutJob(tx: Tx, o: { jobsSchema: string; queue:
  * takes them FOR UPDATE, so that a concurrent fetch (FOR UPDATE SKIP LOCKED) passes them by until the transaction ends.
  */
 export async function openJobs(tx: Tx, o: { jobsSchema: string; queue: string; account: string; lock?: boolean }): Promise<OpenJob[]> {
-  const rows = await queryRows<{ id: string; state: OpenJobState; start_ms: string | number; due_in_ms: string | number; priority: number }>(
+  const rows = await queryRows<{ id: string; state: OpenJobState; start_ms: string | number; due_in_ms: string | number; priority: number; manual: boolean }>(
     tx,
-    sql`select id::text as id, state::text as state, priority, (extract(epoch from start_after) * 1000)::bigint as start_ms,
+    sql`select id::text as id, state::text as state, priority, coalesce(j.data -> 'manual' = 'true'::jsonb, false) as manual,
+          (extract(epoch from start_after) * 1000)::bigint as start_ms,
           (extract(epoch from start_after - now()) * 1000)::bigint as due_in_ms
         from ${jobTable(o.jobsSchema)} j
         where j.name = ${o.queue} and j.state <= 'active' and j.policy = 'stately' and coalesce(j.singleton_key, '') = ${o.account}
         order by j.created_on, j.id
         ${o.lock ? sql`for update` : sql``}`,
   );
-  return rows.map((r) => ({ id: r.id, state: r.state, startAfter: Number(r.start_ms), dueInMs: Number(r.due_in_ms), priority: Number(r.priority) }));
+  return rows.map((r) => ({
+    id: r.id,
+    state: r.state,
+    startAfter: Number(r.start_ms),
+    dueInMs: Number(r.due_in_ms),
+    priority: Number(r.priority),
+    manual: r.manual === true,
+  }));
+}
+
+/** The database's clock, epoch ms (inside a transaction: its start, the instant pg-boss's startAfter counts from). */
+export async function databaseNowMs(tx: Tx): Promise<number> {
+  const [row] = await queryRows<{ ms: string | number }>(tx, sql`select (extract(epoch from now()) * 1000)::bigint as ms`);
+  return Number(row!.ms);
+}
+
+/**
+ * Raises the queued jobs whose live work has fallen due (their data's `liveAt`, epoch ms by the database's clock: a
+ * list the account's plan polls then) to `priority`, and counts the live jobs due and waiting for a worker, these
+ * included. pg-boss 10 has no call to change a queued job's priority; its fetch orders by priority, then age, and
+ * reads nothing else of it, so the column is ours to raise. A `liveAt` that is not a number (a job inserted by hand)
+ * is left alone.
+ */
+export async function promoteLiveJobs(tx: Tx, o: { jobsSchema: string; queue: string; priority: number }): Promise<{ promoted: number; waiting: number }> {
+  const job = jobTable(o.jobsSchema);
+  const [row] = await queryRows<{ promoted: number; waiting: number }>(
+    tx,
+    sql`with promoted as (
+          update ${job} set priority = ${o.priority}
+          where name = ${o.queue} and state = 'created' and priority < ${o.priority}
+            and (case when jsonb_typeof(data -> 'liveAt') = 'number' then (data ->> 'liveAt')::numeric end) <= extract(epoch from now()) * 1000
+          returning start_after <= now() as due)
+        select (select count(*) from promoted)::int as promoted,
+          ((select count(*) from promoted where due) +
+           (select count(*) from ${job} where name = ${o.queue} and state = 'created' and priority >= ${o.priority} and start_after <= now()))::int as waiting`,
+  );
+  return { promoted: row?.promoted ?? 0, waiting: row?.waiting ?? 0 };
 }
 
 /**

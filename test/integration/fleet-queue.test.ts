@@ -11,7 +11,7 @@ import { postgresUrl } from '../helpers/db.ts';
  * several at once on a fresh schema, deadlocks (ERROR 40P01: bench:fleet lost a worker of three at start so); the
  * queue makes them take turns.
  */
-describe.skipIf(!postgresUrl)('the fleet queue started by several workers at once', { timeout: 120_000 }, () => {
+describe.skipIf(!postgresUrl)('the fleet queue: started by several workers at once, priorities', { timeout: 120_000 }, () => {
   const schemas: string[] = [];
   afterEach(async () => {
     const admin = new pg.Client({ connectionString: postgresUrl! });
@@ -61,6 +61,47 @@ describe.skipIf(!postgresUrl)('the fleet queue started by several workers at onc
       expect(first.map((j) => j.account)).toEqual(['c']);
       const rest = await queue.fetch(5);
       expect(rest.map((j) => j.account).sort()).toEqual(['a', 'b']);
+    } finally {
+      await queue.stop();
+    }
+  });
+
+  it('a background job whose list falls due is raised to live and fetched before older background jobs; garbage is left alone', async () => {
+    const fleetSchema = `tm_fq_${randomBytes(3).toString('hex')}`;
+    schemas.push(fleetSchema);
+    const queue = new JobQueue({ databaseUrl: postgresUrl!, fleetSchema, timing: fleetTiming({}), logger: createLogger('silent') });
+    await queue.start();
+    const admin = new pg.Client({ connectionString: postgresUrl! });
+    await admin.connect();
+    try {
+      // a and b: background work due now, lists due later; c: queued last, its list due now; d: its list due in a minute.
+      for (const account of ['a', 'b']) expect(await queue.ensureChain(account, { bringForward: false })).toBe('sent');
+      const job = (account: string) => ({ id: '', account, manual: false, retryCount: 0, startAfter: 0 });
+      for (const [account, liveInMs] of [['c', 0], ['d', 60_000]] as const) {
+        // A successor is queued by finish(); the job it finishes does not exist here, which finish tolerates.
+        await queue.finish({ ...job(account), id: '00000000-0000-0000-0000-000000000000' }, { successor: { delayMs: 0, liveInMs } });
+      }
+      // A job inserted by hand with a liveAt that is not a number.
+      await admin.query(`update "${jobsSchemaOf(fleetSchema)}".job set data = data || '{"liveAt": "soon"}' where singleton_key = 'b'`);
+      expect(await queue.promote()).toEqual({ promoted: 1, waiting: 1 });
+      expect(await queue.promote()).toEqual({ promoted: 0, waiting: 1 });
+      expect((await queue.fetch(1)).map((j) => j.account)).toEqual(['c']);
+      expect((await queue.fetch(5)).map((j) => j.account).sort()).toEqual(['a', 'b', 'd']);
+    } finally {
+      await admin.end();
+      await queue.stop();
+    }
+  });
+
+  it('a reply that replaces an operator\'s queued start keeps it an operator\'s start', async () => {
+    const fleetSchema = `tm_fq_${randomBytes(3).toString('hex')}`;
+    schemas.push(fleetSchema);
+    const queue = new JobQueue({ databaseUrl: postgresUrl!, fleetSchema, timing: fleetTiming({}), logger: createLogger('silent') });
+    await queue.start();
+    try {
+      expect(await queue.ensureChain('a', { bringForward: true, manual: true, delayMs: 60_000 })).toBe('sent');
+      expect(await queue.ensureChain('a', { bringForward: true, priority: LIVE_PRIORITY })).toBe('moved');
+      expect((await queue.fetch(1)).map((j) => [j.account, j.manual])).toEqual([['a', true]]);
     } finally {
       await queue.stop();
     }
