@@ -122,5 +122,5 @@ export async function provision(url: string, o: { active: number; registered: nu
 
 /** Announces the active accounts, as `accounts add` does: a listening worker starts each chain at once. */
 export async function announceAll(fleet: FleetDatabase, active: number): Promise<void> {
-  for (let i = 1; i <= active; i++) await announceAccount(fleet.db, accountName(i));
+  for (let i = 1; i <= active; i++) await announceAccount(fleet.db, fleet.schema, accountName(i));
 }

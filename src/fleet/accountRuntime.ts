@@ -4,7 +4,7 @@ import { configWarnings } from '../config/loadConfig.ts';
 import { openDatabase, type Database } from '../db/connect.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { migrationState } from '../db/migrationState.ts';
-import { refreshFleetViews, type Account } from '../db/repos/accounts.ts';
+import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
 import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
 import { latestRequestId } from '../db/repos/ledger.ts';
 import { logPasses } from '../daemon/compose.ts';
@@ -168,7 +168,7 @@ export class RuntimeCache {
     // A current schema is left as it is: every worker's first pass of every account would otherwise rewrite its
     // comments (and take the migration lock), which a fleet of thousands pays for at each start.
     if (!existed || (await migrationState(database.db, account.schemaName)).pending > 0) await database.migrate();
-    const target = { schema: account.schemaName, account: account.name };
+    const target = { schema: account.schemaName, account: account.name, channel: fleetChannels(this.#o.fleet.schema).reply };
     if (!(await replyNotifyInstalled(database.db, target))) await database.db.transaction((tx) => installReplyNotify(tx, target));
     // The views across the fleet leave out an account until its schema has the tables: rebuilt once it has them (not
     // by every worker that opens an existing mirror, as a rebuild reads every account's schema).

@@ -4,8 +4,9 @@ import pg from 'pg';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
-import { FLEET_CHANNEL } from '../db/repos/accounts.ts';
-import { accountsWithoutJob, REPLY_CHANNEL } from '../db/repos/fleetJobs.ts';
+import { quoteIdent } from '../db/connect.ts';
+import { fleetChannels } from '../db/repos/accounts.ts';
+import { accountsWithoutJob } from '../db/repos/fleetJobs.ts';
 import { ACCOUNT_NAME_PATTERN } from '../db/fleetSchema.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -30,8 +31,8 @@ import type { FleetWorkerEventMap } from './workerEvents.ts';
  *            └─ stop() ─▶ stopping: no fetch; running passes stop starting requests and hand their accounts back
  *                        ─ after stopGraceMs, requests in flight are cut off ─▶ pg-boss stopped, pools closed
  *
- * Wake-ups: `accounts add` and `accounts resume` announce the account on FLEET_CHANNEL (a manual start: its back-off
- * does not hold it), and a reply inserted into an account's outbox announces it on REPLY_CHANNEL (its trigger,
+ * Wake-ups (on the fleet's channels, fleetChannels): `accounts add` and `accounts resume` announce the account (a
+ * manual start: its back-off does not hold it), and a reply inserted into an account's outbox announces it (its trigger,
  * installed when the worker migrates the schema). Every worker hears them: the one running the account queues its
  * successor soon; the others make sure a job is due now (jobQueue.ensureChain, which leaves an active one alone).
  *
@@ -282,7 +283,8 @@ class Worker implements FleetWorker {
     this.#listener = client;
     try {
       await client.connect();
-      await client.query(`listen ${FLEET_CHANNEL}; listen ${REPLY_CHANNEL}`);
+      const channels = fleetChannels(this.#o.fleet.schema);
+      await client.query(`listen ${quoteIdent(channels.announce)}; listen ${quoteIdent(channels.reply)}`);
     } catch (error) {
       this.#logger.warn({ err: safeErrorMessage(error) }, 'cannot listen for wake-ups; accounts added will start at the next reconciliation');
       retry();
@@ -291,7 +293,7 @@ class Worker implements FleetWorker {
 
   async #onWakeUp(channel: string, account: string): Promise<void> {
     if (this.#stopping.signal.aborted || !ACCOUNT_NAME.test(account)) return;
-    const manual = channel === FLEET_CHANNEL;
+    const manual = channel === fleetChannels(this.#o.fleet.schema).announce;
     if (this.#running.has(account)) {
       // Its successor is queued soon by its own pass (accountJob.record).
       this.#woken.set(account, { manual: manual || this.#woken.get(account)?.manual === true });

@@ -206,19 +206,20 @@ describe.skipIf(!postgresUrl)('accounts on the command line', { timeout: 600_000
     }
   });
 
-  it('announces an added or resumed account on ticket_mirror_fleet (the hook workers listen on)', async () => {
+  it("announces an added or resumed account on its fleet's channel (the hook workers listen on), never on another fleet's", async () => {
     const listener = new pg.Client({ connectionString: postgresUrl! });
     await listener.connect();
-    const heard: string[] = [];
-    listener.on('notification', (m) => void (m.channel === 'ticket_mirror_fleet' && heard.push(m.payload ?? '')));
+    const heard: Array<[string, string]> = [];
+    listener.on('notification', (m) => void heard.push([m.channel, m.payload ?? '']));
     try {
-      await listener.query('listen ticket_mirror_fleet');
+      // This fleet's channel is named as its schema; the default fleet's (ticket_mirror_fleet) is another fleet's.
+      await listener.query(`listen ${FLEET}; listen ticket_mirror_fleet`);
       await cli(['accounts', 'add', name('hook'), '--api-url', 'https://x.example.com', '--token-stdin', '--paused'], TOKEN);
       await cli(['accounts', 'resume', name('hook')]);
       await cli(['accounts', 'pause', name('hook')]);
       // The CLI has exited, so its commits are done; one round trip on the listener delivers what is queued for it.
       await listener.query('select 1');
-      expect(heard).toEqual([name('hook')]);
+      expect(heard).toEqual([[FLEET, name('hook')]]);
     } finally {
       await listener.end();
     }

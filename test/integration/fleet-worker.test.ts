@@ -142,7 +142,7 @@ describe.skipIf(!postgresUrl)('fleet run: workers on one PostgreSQL', { timeout:
 
     const resumedAt = Date.now();
     await f.admin.query(`update accounts set paused_at = null where name = 'p'`);
-    await announceAccount(f.fleet.db, 'p');
+    await announceAccount(f.fleet.db, f.fleet.schema, 'p');
     const tookMs = await waitUntil('p gets its first request', () => requestsTo('p') > 0, 20_000, w);
     expect(Date.now() - resumedAt).toBeLessThan(10_000);
     expect(tookMs).toBeLessThan(10_000);

@@ -101,7 +101,7 @@ export async function accountsAdd(ctx: CommandContext, name: string, options: Ad
         if (error instanceof AccountExistsError) throw new ExitError(error.message, EXIT.failure);
         throw error;
       }
-      if (!options.paused) await announceAccount(tx, name);
+      if (!options.paused) await announceAccount(tx, fleet.schema, name);
       return schemaExists(tx, schema);
     }),
   );
@@ -175,7 +175,7 @@ export async function accountsResume(ctx: CommandContext, name: string): Promise
       const account = await mustGet(tx, name);
       if (!account.pausedAt) return `account ${name} is not paused`;
       await setPaused(tx, name, null);
-      await announceAccount(tx, name);
+      await announceAccount(tx, fleet.schema, name);
       return `resumed account ${name}${account.state === 'auth_failed' ? ' (its token was refused last time: if it still is, accounts remove and add it with a new one)' : ''}`;
     }),
   );

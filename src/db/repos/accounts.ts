@@ -225,14 +225,21 @@ export async function tryLockAccountSchema(tx: Tx, schema: string): Promise<bool
   return row!.locked;
 }
 
-/** The channel on which an account that may be synced now (added, resumed) is announced, its name as the payload. */
-export const FLEET_CHANNEL = 'ticket_mirror_fleet';
+/**
+ * A fleet's PostgreSQL channels, named after its schema (at most 57 characters: both fit in 63), so that two fleets in
+ * one database do not wake each other's workers: `announce`, on which an account that may be synced now (added,
+ * resumed) is announced, and `reply`, on which an account's reply outbox announces a row inserted; the account's name
+ * is the payload. The default fleet's: `ticket_mirror_fleet` and `ticket_mirror_fleet_reply`.
+ */
+export function fleetChannels(fleetSchema: string): { announce: string; reply: string } {
+  return { announce: fleetSchema, reply: `${fleetSchema}_reply` };
+}
 
 /**
- * Announces that `name` may be synced at once (pg_notify on FLEET_CHANNEL, delivered when the transaction commits): the
- * hook through which a worker listening there can start the account's chain of passes without waiting for its next
- * look at the table.
+ * Announces that `name` may be synced at once (pg_notify on the fleet's announce channel, delivered when the transaction
+ * commits): the hook through which a worker listening there can start the account's chain of passes without waiting
+ * for its next look at the table.
  */
-export async function announceAccount(tx: Tx, name: string): Promise<void> {
-  await tx.execute(sql`select pg_notify(${FLEET_CHANNEL}, ${name})`);
+export async function announceAccount(tx: Tx, fleetSchema: string, name: string): Promise<void> {
+  await tx.execute(sql`select pg_notify(${fleetChannels(fleetSchema).announce}, ${name})`);
 }

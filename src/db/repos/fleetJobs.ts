@@ -104,15 +104,13 @@ export async function lockAccountChain(tx: Tx, account: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ticket-mirror:fleet-chain:${account}`}))`);
 }
 
-/** The channel on which an account's reply outbox announces a row inserted (the account's name as the payload). */
-export const REPLY_CHANNEL = 'ticket_mirror_fleet_reply';
-
 /**
- * Makes an INSERT into the account's reply_outbox announce itself on REPLY_CHANNEL (once per statement), so that a
+ * Makes an INSERT into the account's reply_outbox announce itself on the fleet's reply channel (`channel`, see
+ * fleetChannels; once per statement), so that a
  * reply waits seconds for the worker, not until the account's next planned pass. Idempotent; the function and trigger
  * live in the account's schema and go with it. `run` on the same schema is unaffected: nobody listens there.
  */
-export async function installReplyNotify(tx: Tx, o: { schema: string; account: string }): Promise<void> {
+export async function installReplyNotify(tx: Tx, o: { schema: string; account: string; channel: string }): Promise<void> {
   const schema = quoteIdent(o.schema);
   await tx.execute(
     sql.raw(`create or replace function ${schema}.ticket_mirror_fleet_reply_notify() returns trigger language plpgsql as $$
@@ -123,18 +121,18 @@ export async function installReplyNotify(tx: Tx, o: { schema: string; account: s
   );
   await tx.execute(
     sql.raw(`create or replace trigger ticket_mirror_fleet_reply after insert on ${schema}.reply_outbox
-      for each statement execute function ${schema}.ticket_mirror_fleet_reply_notify(${literal(REPLY_CHANNEL)}, ${literal(o.account)})`),
+      for each statement execute function ${schema}.ticket_mirror_fleet_reply_notify(${literal(o.channel)}, ${literal(o.account)})`),
   );
 }
 
-/** Whether the account's reply trigger is there, announcing this account's name (installReplyNotify then need not run). */
-export async function replyNotifyInstalled(tx: Tx, o: { schema: string; account: string }): Promise<boolean> {
+/** Whether the account's reply trigger is there, announcing this account's name on `channel` (else installReplyNotify). */
+export async function replyNotifyInstalled(tx: Tx, o: { schema: string; account: string; channel: string }): Promise<boolean> {
   const [row] = await queryRows<{ args: Buffer }>(
     tx,
     sql`select tgargs as args from pg_trigger
         where tgname = 'ticket_mirror_fleet_reply' and tgrelid = to_regclass(${`${quoteIdent(o.schema)}.reply_outbox`})`,
   );
-  return row !== undefined && Buffer.from(row.args).equals(Buffer.from(`${REPLY_CHANNEL}\0${o.account}\0`));
+  return row !== undefined && Buffer.from(row.args).equals(Buffer.from(`${o.channel}\0${o.account}\0`));
 }
 
 /** A string literal for DDL, where parameters cannot go; account names are `^[a-z][a-z0-9_]*$` anyway. */
