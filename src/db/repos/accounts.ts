@@ -34,17 +34,11 @@ export interface Account {
   worker: string | null;
 }
 
-export interface NewAccount {
-  name: string;
-  schemaName: string;
-  apiUrl: string;
-  tokenSealed: Buffer;
-  dailyLimit: number;
-  minuteLimit: number;
-  reserve: number;
+/** What `accounts add` (or an SQL insert) gives; the rest of the row is the workers'. */
+export type NewAccount = Pick<Account, 'name' | 'schemaName' | 'apiUrl' | 'tokenSealed' | 'dailyLimit' | 'minuteLimit' | 'reserve'> & {
   /** Added paused (`accounts add` then `resume`). @default null */
   pausedAt?: string | null;
-}
+};
 
 export interface PassOutcome {
   state: AccountState;
