@@ -1,10 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { scanListBody } from '../src/api/listBody.ts';
 import { writeDetail } from '../src/db/repos/details.ts';
-import { applyListDiff, loadMirrorForList } from '../src/db/repos/lists.ts';
-import { listStates } from '../src/db/repos/work.ts';
-import { diffList } from '../src/sync/differ.ts';
-import { mapDetail, parseListItems, Problems } from '../src/sync/mapping.ts';
+import { writeListPoll } from '../src/sync/listPoll.ts';
+import { mapDetail, Problems } from '../src/sync/mapping.ts';
 import { isoMicros } from '../src/time.ts';
 import { freshPglite, freshPostgres, type BenchDatabase } from './benchDatabase.ts';
 import { changedItems, detailBody, encode, listItems } from './payloads.ts';
@@ -13,8 +12,9 @@ import { changedItems, detailBody, encode, listItems } from './payloads.ts';
  * One local-cost measurement in a process of its own, so that its peak RSS is its own (`prepare` writes the bodies
  * first, in another process; `measure` reads them one at a time): see `usage()`.
  *
- * - `list`: a list response of `size` items, processed as the engine processes a poll — JSON.parse, item checks, the
- *   mirror's view of the list, the diff, the write (one transaction). First into an empty mirror (every item new), then
+ * - `list`: a list response of `size` items, processed as the engine processes a poll from the body's bytes on (as the
+ *   API client hands them over) — the scan of the array, then a batch at a time JSON.parse, item checks, the mirror's
+ *   view of the batch, the diff, the write; then the leaves (sync/listPoll.ts; one transaction). First into an empty mirror (every item new), then
  *   `runs` times against the mirror it left, 1 % of the items changed each time (the common case).
  * - `detail`: one ticket detail with `size` messages — JSON.parse, mapping, the write (one transaction). First as a new
  *   ticket, then `runs` times again with one more message each time.
@@ -73,12 +73,11 @@ async function measure([backend, kind, sizeArg, runsArg, dir, out, url]: string[
   const database: BenchDatabase = backend === 'pg' ? await freshPostgres(url!, 'cost') : await freshPglite();
   try {
     const restRssMb = process.memoryUsage().rss / 1_048_576;
-    const handle = kind === 'list' ? processList : processDetail;
     const times: number[] = [];
     for (let i = 0; i <= runs; i++) {
       // Read one at a time: the peak RSS is that of processing one response, as it arrives.
-      const body = readFileSync(join(dir, `body-${i}.json`), 'utf8');
-      times.push(await timeAsync(() => handle(database, body, i)));
+      const bytes = readFileSync(join(dir, `body-${i}.json`));
+      times.push(await timeAsync(() => (kind === 'list' ? processList(database, bytes, i) : processDetail(database, bytes.toString('utf8'), i))));
     }
     const { parseMedian, bodyBytes } = JSON.parse(readFileSync(join(dir, 'parse.json'), 'utf8')) as { parseMedian: number; bodyBytes: number };
     const [firstMs, ...steadyRuns] = times as [number, ...number[]];
@@ -108,14 +107,11 @@ function listBody(n: number): (i: number) => string {
   return (i) => encode(i === 0 ? base : changedItems(base, 0.01, i));
 }
 
-/** What the engine does with one list response (SyncEngine's poll). */
-async function processList(database: BenchDatabase, body: string, i: number): Promise<void> {
-  const items = parseListItems(JSON.parse(body) as unknown[], 'resolved', new Problems());
-  await database.db.transaction(async (tx) => {
-    const lists = await listStates(tx);
-    const mirror = await loadMirrorForList(tx, 'resolved', items);
-    await applyListDiff(tx, diffList('resolved', items, mirror, at(i), lists.resolved.lastPolledAt === null));
-  });
+/** What the engine does with one list response (the API client's classifyListAnswer, then SyncEngine's poll). */
+async function processList(database: BenchDatabase, bytes: Buffer, i: number): Promise<void> {
+  const body = scanListBody(bytes);
+  if (!body) throw new Error('the list body is not a JSON array');
+  await database.db.transaction((tx) => writeListPoll(tx, 'resolved', body, at(i), new Problems()));
 }
 
 /** What the engine does with one detail response (SyncEngine's detail fetch). */

@@ -42,13 +42,14 @@ export class BaselineMirror {
    */
   async poll(list: ListName): Promise<void> {
     const response = await this.#client.list(list);
-    const text = JSON.stringify(response.body);
+    const body = response.body.all();
+    const text = JSON.stringify(body);
     if (this.#lastBody.get(list) === text) {
       this.#ctx.observer.polled(list, response.at);
       return;
     }
     this.#lastBody.set(list, text);
-    const items = parseListItems(response.body, list, new Problems());
+    const items = parseListItems(body, list, new Problems());
     const at = isoMicros(response.at);
     await this.#ctx.db.transaction(async (tx) => {
       const mirror = await loadMirrorForList(tx, list, items);

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, TransientError } from '../errors.ts';
+import { scanListBody, type ListBody } from './listBody.ts';
 
 /**
  * What a GET's answer means, decided apart from the network (client.ts sends; this reads). Pure but for the
@@ -13,6 +14,11 @@ export interface HttpAnswer {
   headers: IncomingHttpHeaders;
   text: string;
   at: number;
+}
+
+/** One HTTP answer as the client received it: the body's bytes, not yet decoded. */
+export interface RawAnswer extends Omit<HttpAnswer, 'text'> {
+  bytes: Buffer;
 }
 
 export type JsonObject = Record<string, unknown>;
@@ -77,6 +83,24 @@ export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string 
   }
   memory.worked = true;
   return json.value;
+}
+
+/**
+ * A list's answer: a 200/201/203 whose body is a whole JSON array by its brackets is a ListBody, its bytes read later
+ * in batches (a malformed element throws InvalidResponseError then: listBody.ts); anything else is classified, decoded,
+ * as any GET's answer. Such a body counts as the API's JSON (`memory.worked`) before its elements are parsed: no page
+ * or gateway answers a complete `[…]`.
+ */
+export function classifyListAnswer(a: RawAnswer, path: string, memory: AnswerMemory): ListBody | unknown {
+  if (a.status === 200 || a.status === 201 || a.status === 203) {
+    const body = scanListBody(a.bytes);
+    if (body) {
+      memory.pages = null;
+      memory.worked = true;
+      return body;
+    }
+  }
+  return classifyGetAnswer({ status: a.status, headers: a.headers, at: a.at, text: a.bytes.toString('utf8') }, path, undefined, memory);
 }
 
 /** An HTML page or a redirect where JSON was expected. */

@@ -14,8 +14,20 @@ import {
   ResponseTooLargeError,
   TransientError,
 } from '../errors.ts';
-import { classifyGetAnswer, describe, headerInt, isObject, retryAfterMs, type AnswerMemory, type HttpAnswer, type JsonObject } from './answers.ts';
+import {
+  classifyGetAnswer,
+  classifyListAnswer,
+  describe,
+  headerInt,
+  isObject,
+  retryAfterMs,
+  type AnswerMemory,
+  type HttpAnswer,
+  type JsonObject,
+  type RawAnswer,
+} from './answers.ts';
 import { detailPath, LIST_PATHS, replyPath, type ListName, type RequestKind } from './endpoints.ts';
+import { ListBody } from './listBody.ts';
 import { classifyReplyAnswer, sentNothing, type CreatedReply } from './replyAnswer.ts';
 
 /**
@@ -146,13 +158,19 @@ export class ApiClient {
     return this.#memory.worked;
   }
 
-  /** Endpoints 1–4. The body must be an array of objects; items are checked further by the differ. */
-  async list(name: ListName): Promise<ApiResponse<unknown[]>> {
-    const response = await this.#get(LIST_PATHS[name], `list_${name}`);
+  /**
+   * Endpoints 1–4. The body must be an array; it is kept as its bytes and read in batches (see ListBody), whose items
+   * are checked further by the mapping. A batch that turns out not to be JSON throws InvalidResponseError when read.
+   */
+  async list(name: ListName): Promise<ApiResponse<ListBody>> {
+    const path = LIST_PATHS[name];
+    // A list's body stays bytes (it may be tens of megabytes); any other answer is read as text.
+    const response = await this.#get(path, `list_${name}`, (a) => classifyListAnswer(a, path, this.#memory));
+    if (response.body instanceof ListBody) return response as ApiResponse<ListBody>;
     if (!Array.isArray(response.body)) {
       throw new InvalidResponseError(`${LIST_PATHS[name]} answered ${describe(response.body)} where a JSON array was expected`);
     }
-    return response as ApiResponse<unknown[]>;
+    return { ...response, body: ListBody.of(response.body) };
   }
 
   /**
@@ -160,7 +178,8 @@ export class ApiClient {
    * for (ledger and queue priority).
    */
   async detail(id: string, kind: RequestKind = 'detail'): Promise<ApiResponse<JsonObject>> {
-    const response = await this.#get(detailPath(id), kind, id);
+    const path = detailPath(id);
+    const response = await this.#get(path, kind, (a) => classifyGetAnswer(textOf(a), path, id, this.#memory));
     if (!isObject(response.body)) {
       throw new InvalidResponseError(`the detail of ${id} is ${describe(response.body)}, not a JSON object`);
     }
@@ -188,7 +207,7 @@ export class ApiClient {
       answer = await this.#o.gate.run('reply', async () => {
         await options.beforeSend?.();
         sending = true;
-        const a = await this.#send('POST', path, 'reply', { message });
+        const a = textOf(await this.#send('POST', path, 'reply', { message }));
         if (a.status === 429) {
           // Thrown as such so that the gate holds every request back for its Retry-After; read below like any answer.
           answer = a;
@@ -222,12 +241,12 @@ export class ApiClient {
   }
 
   /** A GET, retried on transient trouble (an answer too large excepted: it would be as large again). */
-  async #get(path: string, kind: RequestKind, ticketId?: string): Promise<ApiResponse<unknown>> {
+  async #get(path: string, kind: RequestKind, classify: (answer: RawAnswer) => unknown): Promise<ApiResponse<unknown>> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#o.gate.run(kind, async () => {
           const answer = await this.#send('GET', path, kind);
-          return { body: classifyGetAnswer(answer, path, ticketId, this.#memory), status: answer.status, at: answer.at };
+          return { body: classify(answer), status: answer.status, at: answer.at };
         });
       } catch (error) {
         const retry = error instanceof TransientError && !(error instanceof ResponseTooLargeError);
@@ -242,7 +261,7 @@ export class ApiClient {
    * One HTTP exchange: ledger record first, then the request (redirects not followed, body capped), then the record
    * settled. Throws TransientError when no whole answer arrived (network, timeout), ResponseTooLargeError past the cap.
    */
-  async #send(method: Method, path: string, kind: RequestKind, json?: unknown): Promise<HttpAnswer> {
+  async #send(method: Method, path: string, kind: RequestKind, json?: unknown): Promise<RawAnswer> {
     const at = this.#o.clock.now();
     const startedReal = performance.now();
     const settle = await this.#o.record({ at, method, path, kind });
@@ -261,7 +280,7 @@ export class ApiClient {
         },
         body: json === undefined ? undefined : JSON.stringify(json),
         request: sendPathAsIs(this.#basePath + path),
-        responseType: 'text',
+        responseType: 'buffer',
         throwHttpErrors: false,
         // A redirect could lead anywhere, with the token: it is an answer like any other (see classifyGetAnswer in answers.ts).
         followRedirect: false,
@@ -281,7 +300,7 @@ export class ApiClient {
         const response = await request;
         status = response.statusCode;
         headers = response.headers;
-        return { status, headers, text: response.body, at: this.#o.clock.now() };
+        return { status, headers, bytes: response.body, at: this.#o.clock.now() };
       } catch (error) {
         if (error instanceof RequestError && error.response) {
           status = error.response.statusCode;
@@ -315,6 +334,11 @@ export class ApiClient {
     }
   }
 
+}
+
+/** The answer with its body decoded, as got decodes a text body. */
+function textOf({ bytes, ...answer }: RawAnswer): HttpAnswer {
+  return { ...answer, text: bytes.toString('utf8') };
 }
 
 /**

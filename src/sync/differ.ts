@@ -4,7 +4,8 @@ import { emptyState, sameState, trackedOf, type MirrorTicket, type TrackedState 
 
 /**
  * The differ: one list response against the mirror, as a pure function. It returns what to write; the writer
- * (db/repos/lists.ts) carries it out in one transaction with a fixed number of statements, whatever the list's size.
+ * (db/repos/lists.ts) carries it out, a fixed number of statements per batch of items, in the poll's one transaction
+ * (sync/listPoll.ts).
  *
  * A list tells four things of each ticket (name, email, status, has_unread_messages, created_at) plus membership of
  * that list. A change to any of them, a new ticket, or a ticket joining or leaving the list is a *list-visible change*:
@@ -20,9 +21,24 @@ export const FLAG: Record<ListName, 'inOpen' | 'inSelf' | 'inUnassigned' | 'inRe
 
 const LIST_FIELDS = ['name', 'email', 'status', 'hasUnreadMessages', 'createdAt'] as const;
 
+/** The listed side of a list's diff: what the items of one batch change (see diffListed). */
+export interface ListedDiff {
+  /** New or changed listed tickets (all `seen`). */
+  writes: ListRowWrite[];
+  unchanged: string[];
+  /** List-visible changes among them (0 on a list's first poll). */
+  changes: number;
+  /** Listed tickets the mirror had in this list before this poll. */
+  members: number;
+}
+
 /**
  * `initial` is the first poll of this list: what it shows is the backlog, not news, so its tickets wait for the
  * paced backfill instead of jumping the queue as due details.
+ *
+ * The whole list's diff: its items (diffListed) and the mirror's members it no longer lists (diffLeaves). The engine
+ * applies the two halves apart — the items a batch at a time, the leaves once every batch is in (sync/listPoll.ts) —
+ * and gets this very diff.
  */
 export function diffList(
   list: ListName,
@@ -31,23 +47,43 @@ export function diffList(
   at: string,
   initial = false,
 ): ListDiff {
+  const listed = diffListed(list, items, mirror, at, initial);
+  const ids = new Set<string>();
+  for (const item of items) ids.add(item.id);
+  const flag = FLAG[list];
+  const leavers = [...mirror.tickets.values()].filter((old) => old[flag] && !ids.has(old.id));
+  const leaves = diffLeaves(list, leavers, initial);
+  return {
+    list,
+    at,
+    writes: [...listed.writes, ...leaves],
+    unchanged: listed.unchanged,
+    changes: initial ? 0 : listed.changes + leaves.length,
+    members: listed.members + leaves.length,
+    withheld: 0,
+  };
+}
+
+/**
+ * The listed items against the mirror's view of them (`mirror.tickets` may hold other tickets too: they are not
+ * looked at). Items must not repeat an id (parseListItems drops repeats).
+ */
+export function diffListed(list: ListName, items: readonly ListItem[], mirror: ListMirror, at: string, initial = false): ListedDiff {
   const { tickets, fresh } = mirror;
   const flag = FLAG[list];
   const writes: ListRowWrite[] = [];
   const unchanged: string[] = [];
-  // The listed tickets the mirror has in this list; any other it has there just left.
-  const stayed = new Set<string>();
   let changes = 0;
-  // Listed tickets the database set aside as unchanged: members of the list (it checked the flag).
-  let setAside = 0;
-  let leaves = 0;
+  // Listed tickets the mirror has in this list: set aside by the database as unchanged (it checked the flag), or
+  // returned with the flag set.
+  let members = 0;
 
   for (const item of items) {
     const old = tickets.get(item.id);
-    if (old?.[flag]) stayed.add(item.id);
+    if (old?.[flag]) members++;
     if (!old && fresh && !fresh.has(item.id)) {
       unchanged.push(item.id);
-      setAside++;
+      members++;
       continue;
     }
     if (!old) {
@@ -90,11 +126,14 @@ export function diffList(
       changedAfter: stateChanged ? old.stateSeenAt : null,
     });
   }
+  return { writes, unchanged, changes: initial ? 0 : changes, members };
+}
 
-  for (const old of tickets.values()) {
-    if (!old[flag] || stayed.has(old.id)) continue;
-    changes++;
-    leaves++;
+/** The writes of tickets that left the list: members of it in the mirror that the response no longer lists. */
+export function diffLeaves(list: ListName, leavers: Iterable<MirrorTicket>, initial = false): ListRowWrite[] {
+  const flag = FLAG[list];
+  const writes: ListRowWrite[] = [];
+  for (const old of leavers) {
     const state: TrackedState = { ...trackedOf(old), [flag]: false };
     writes.push({
       id: old.id,
@@ -111,7 +150,7 @@ export function diffList(
       changedAfter: old.stateSeenAt,
     });
   }
-  return { list, at, writes, unchanged, changes: initial ? 0 : changes, members: setAside + stayed.size + leaves, withheld: 0 };
+  return writes;
 }
 
 /** The fewest tickets whose leaving a list makes a shrink to confirm (see confirmShrink). */
@@ -120,6 +159,11 @@ export const SHRINK_MIN_LEAVING = 10;
 /** Whether `leaving` of the `members` the mirror has in a list is a shrink to confirm: more than half, and at least 10. */
 export function isSuspectShrink(members: number, leaving: number): boolean {
   return leaving >= SHRINK_MIN_LEAVING && leaving * 2 > members;
+}
+
+/** Whether the shrinking-list rule (confirmShrink) holds back `leaving` leaves of `members`, after a poll that withheld `previousWithheld`. */
+export function withholdsLeaves(members: number, leaving: number, previousWithheld: number): boolean {
+  return previousWithheld <= 0 && isSuspectShrink(members, leaving);
 }
 
 /**
@@ -133,7 +177,7 @@ export function isSuspectShrink(members: number, leaving: number): boolean {
 export function confirmShrink(diff: ListDiff, previousWithheld: number): ListDiff {
   let leaving = 0;
   for (const w of diff.writes) if (!w.seen) leaving++;
-  if (previousWithheld > 0 || !isSuspectShrink(diff.members, leaving)) return diff;
+  if (!withholdsLeaves(diff.members, leaving, previousWithheld)) return diff;
   return {
     ...diff,
     writes: diff.writes.filter((w) => w.seen),

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
-import { applyListDiff, lastPollWithheld, loadMirrorForList, markMissingAfterSweep } from '../db/repos/lists.ts';
+import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
 import {
@@ -22,10 +22,10 @@ import { intOption } from '../options.ts';
 import { storableText } from '../text.ts';
 import { DAY_MS, isoMicros } from '../time.ts';
 import type { BudgetLimits } from './budget.ts';
-import { confirmShrink, diffList } from './differ.ts';
 import { passStopOf, SyncEvents, type PassSummary } from './events.ts';
 import { BudgetGate } from './gate.ts';
-import { mapDetail, parseListItems, Problems, UnstorableError } from './mapping.ts';
+import { writeListPoll } from './listPoll.ts';
+import { mapDetail, Problems, UnstorableError } from './mapping.ts';
 import { planPass, type Plan } from './planner.ts';
 
 /**
@@ -259,46 +259,34 @@ export class SyncEngine {
       throw error;
     }
     const problems = new Problems();
-    let items;
-    try {
-      items = parseListItems(response.body, list, problems);
-    } catch (error) {
-      if (error instanceof UnstorableError) {
-        this.#listFailed(list, error, summary);
-        return false;
-      }
-      throw error;
-    }
-    if (problems.lines.length > 0) this.#o.logger.warn({ list, problems: problems.lines }, 'odd values in a list response');
+    const tellProblems = () => {
+      if (problems.lines.length > 0) this.#o.logger.warn({ list, problems: problems.lines }, 'odd values in a list response');
+    };
     const at = isoMicros(response.at);
-    let diff;
+    let poll;
     try {
-      diff = await this.#o.db.transaction(async (tx) => {
-        const lists = await listStates(tx);
-        const mirror = await loadMirrorForList(tx, list, items);
-        const full = diffList(list, items, mirror, at, lists[list].lastPolledAt === null);
-        // A list that shrinks by more than half waits for the next poll to confirm it (see confirmShrink).
-        const d = confirmShrink(full, await lastPollWithheld(tx, list));
-        await applyListDiff(tx, d);
-        return d;
-      });
+      // Read, compared and written a batch at a time; a batch that turns out unusable undoes the others (listPoll.ts).
+      poll = await this.#o.db.transaction((tx) => writeListPoll(tx, list, response.body, at, problems));
     } catch (error) {
-      // A value the database refuses fails this list's write (rolled back whole), not the pass.
-      if (isWriteDataError(error)) {
+      tellProblems();
+      // A value the database refuses fails this list's write (rolled back whole), not the pass; so does a body that
+      // was not JSON after all, or an item without a usable id.
+      if (error instanceof InvalidResponseError || error instanceof UnstorableError || isWriteDataError(error)) {
         this.#listFailed(list, safeError(error), summary);
         return false;
       }
       throw error;
     }
+    tellProblems();
     summary.polls.push(list);
-    summary.ticketsChanged += diff.writes.length;
-    if (diff.withheld > 0) {
+    summary.ticketsChanged += poll.written;
+    if (poll.withheld > 0) {
       this.#o.logger.warn(
-        { list, members: diff.members, listed: items.length, withheld: diff.withheld },
+        { list, members: poll.members, listed: poll.listed, withheld: poll.withheld },
         'list shrank by more than half: nothing leaves it until the next poll confirms',
       );
     }
-    this.events.safeEmit('list:polled', { list, at: response.at, items: items.length, changes: diff.changes, withheld: diff.withheld });
+    this.events.safeEmit('list:polled', { list, at: response.at, items: poll.listed, changes: poll.changes, withheld: poll.withheld });
     return true;
   }
 

@@ -112,12 +112,15 @@ const LIST_FIELDS: readonly (Field & { prop: keyof ListItem })[] = [
  *
  * A list may hold 100,000 items: an item exactly as the spec gives it takes a fast path that skips the per-field
  * checks (it is what they would return, with nothing to report); any other item goes through them.
+ *
+ * A list read in batches (sync/listPoll.ts) passes each batch with its `offset` in the list (for the messages) and the
+ * same `seen`: the ids listed so far, a ticket listed twice is dropped whichever batches its two items are in.
  */
-export function parseListItems(body: unknown[], listName: string, problems: Problems): ListItem[] {
-  const seen = new Set<string>();
+export function parseListItems(body: readonly unknown[], listName: string, problems: Problems, seen = new Set<string>(), offset = 0): ListItem[] {
   const items: ListItem[] = [];
-  for (let index = 0; index < body.length; index++) {
-    const raw = body[index];
+  for (let i = 0; i < body.length; i++) {
+    const raw = body[i];
+    const index = offset + i;
     if (!isObject(raw)) throw new UnstorableError(`${listName}[${index}] is not an object`);
     const id = storableText(typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`));
     if (seen.has(id)) {
