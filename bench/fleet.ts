@@ -16,12 +16,14 @@ import { SMALL } from './workload.ts';
  * `npm run bench:fleet`: a fleet in real time on this machine (issue 14). `--accounts` (1,000) accounts of the small
  * workload (40 open / 400 resolved, each its own 1,440/day and 60/min in the simulator) synced by `--workers` (3)
  * `fleet run` processes of `--concurrency` (20 slots: 3 × (7 + 20) = 81 of PostgreSQL's 100 connections) for
- * `--minutes` (10); `--registered` (10,000) accounts in all, the rest paused, so the engine carries a large registry. At `--kill-at` minutes (5; 0 = never) one worker is killed
- * with SIGKILL and replies are waiting in 50 accounts. The simulator runs in this process, its activity at
- * `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
- * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--out FILE` writes the results there; `--single-from
- * FILE` takes the single-account figure from a control run's results (see singleAccountFigure). `--provision-only`: migrate and register, then
- * stop (the account schemas are kept for the next run). Writes bench/fleet-results.json and prints the README's table.
+ * `--minutes` (10); `--registered` (10,000) accounts in all, the rest paused, so the engine carries a large registry.
+ * At `--kill-at` minutes (5; 0 = never), or later at the first second it runs passes, replies are inserted in 50
+ * accounts and, half a second later, one worker is killed with SIGKILL. The simulator runs in this process, its
+ * activity at `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
+ * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--out FILE` writes the results there;
+ * `--single-from FILE` takes the single-account figure from a control run's results (see singleAccountFigure).
+ * `--provision-only`: migrate and register, then stop (the account schemas are kept for the next run). Writes
+ * bench/fleet-results.json and prints the README's table.
  */
 
 const args = process.argv.slice(2);
@@ -120,6 +122,42 @@ let inFlightAtKill: string[] = [];
 let repliesAt: number | null = null;
 const replyText = (i: number) => `bench reply ${i} of run ${runStart}`;
 const end = runStart + MINUTES * 60_000;
+// The kill: at --kill-at, or later at the first second the victim is running passes (an idle fleet — every account
+// waiting for its next hour's budget — would make the takeover vacuous), at the latest 2.5 min before the end.
+const killing = (async () => {
+  if (KILL_AT <= 0) return;
+  const victim = workers[0]!;
+  const from = runStart + KILL_AT * 60_000;
+  const deadline = Math.max(from, end - 150_000);
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, from - Date.now())));
+  // The accounts whose lock the victim's lock session holds (an advisory lock on a bigint key: its low 32 bits in objid).
+  const held = () =>
+    db.query<{ name: string }>(
+      `select acc.name from pg_stat_activity a
+         join pg_locks l on l.pid = a.pid and l.locktype = 'advisory' and l.granted
+         join ${quoteIdent(FLEET_SCHEMA)}.accounts acc on l.objid::bigint = (hashtext('ticket-mirror:sync:' || acc.schema_name)::bigint & 4294967295)
+       where a.application_name = $1`,
+      [`tm fleet locks ${victim.id}`.slice(0, 63)],
+    );
+  for (;;) {
+    if ((await held()).rows.length > 0 || Date.now() >= deadline) {
+      // Replies inserted a moment before the worker dies, some of them in its passes then: each must be posted once.
+      for (let i = 1; i <= REPLIES; i++) {
+        const ticket = sim.account(accountToken(i))!.model.list('open')[0];
+        if (ticket) await db.query(`insert into ${quoteIdent(`tm_${accountName(i)}`)}.reply_outbox (ticket_id, message) values ($1, $2)`, [ticket.id, replyText(i)]);
+      }
+      repliesAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      inFlightAtKill = (await held()).rows.map((r) => r.name);
+      victim.child.kill('SIGKILL');
+      victim.killed = true;
+      killAt = Date.now();
+      log(`killed worker ${victim.id} (SIGKILL) at ${((killAt - runStart) / 60_000).toFixed(1)} min with ${inFlightAtKill.length} passes in flight`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+})();
 while (Date.now() < end) {
   await new Promise((resolve) => setTimeout(resolve, Math.min(STEP_MS, end - Date.now())));
   const now = Date.now();
@@ -130,31 +168,8 @@ while (Date.now() < end) {
     changes.set(m.account, list);
   }
   last = now;
-  if (KILL_AT > 0 && repliesAt === null && now >= runStart + KILL_AT * 60_000 - 20_000) {
-    // Replies waiting when the worker dies: each must be posted exactly once.
-    for (let i = 1; i <= REPLIES; i++) {
-      const ticket = sim.account(accountToken(i))!.model.list('open')[0];
-      if (ticket) await db.query(`insert into ${quoteIdent(`tm_${accountName(i)}`)}.reply_outbox (ticket_id, message) values ($1, $2)`, [ticket.id, replyText(i)]);
-    }
-    repliesAt = now;
-  }
-  if (KILL_AT > 0 && killAt === null && now >= runStart + KILL_AT * 60_000) {
-    const victim = workers[0]!;
-    // The accounts whose lock the victim's lock session holds (an advisory lock on a bigint key: its low 32 bits in objid).
-    const { rows } = await db.query<{ name: string }>(
-      `select acc.name from pg_stat_activity a
-         join pg_locks l on l.pid = a.pid and l.locktype = 'advisory' and l.granted
-         join ${quoteIdent(FLEET_SCHEMA)}.accounts acc on l.objid::bigint = (hashtext('ticket-mirror:sync:' || acc.schema_name)::bigint & 4294967295)
-       where a.application_name = $1`,
-      [`tm fleet locks ${victim.id}`.slice(0, 63)],
-    );
-    inFlightAtKill = rows.map((r) => r.name);
-    victim.child.kill('SIGKILL');
-    victim.killed = true;
-    killAt = Date.now();
-    log(`killed worker ${victim.id} (SIGKILL) with ${inFlightAtKill.length} passes in flight`);
-  }
 }
+await killing;
 
 // A graceful stop of the survivors: each must be gone within 10 s.
 const stopStarted = Date.now();
