@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Database, Db } from '../db/connect.ts';
 import { socketPassword } from '../db/socketPassword.ts';
-import { serveEmbeddedDatabase, type EmbeddedDatabaseServer } from '../db/sqlSocket.ts';
+import type { EmbeddedDatabaseServer } from '../db/sqlSocket.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SyncEngine } from '../sync/engine.ts';
@@ -60,6 +60,8 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     if (o.database.kind === 'pglite' && config.pglitePort > 0) {
       const { password, ...from } = socketPassword({ configured: config.pglitePassword, pgliteDir: config.pgliteDir });
       const passwordHint = from.from === 'file' ? from.file : 'PGLITE_PASSWORD';
+      // Loaded only here: with PGlite's code loaded, a daemon on PostgreSQL took ~30 MB more at start.
+      const { serveEmbeddedDatabase } = await import('../db/sqlSocket.ts');
       sqlServer = await listening('PGLITE_PORT', config.pglitePort, () =>
         serveEmbeddedDatabase(o.database, { port: config.pglitePort, password, passwordHint, logger }),
       );
