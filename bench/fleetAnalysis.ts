@@ -159,10 +159,16 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
   if (i.killAt !== null) {
     const resumed: number[] = [];
     let notResumed = 0;
+    // Resumed: another worker started a job of the account (a pass with nothing to send — its hour's budget spent —
+    // records no sync run, so the job table says it, not sync_runs).
     for (const account of i.inFlightAtKill) {
-      const { rows } = await db.query<{ s: string }>(
-        `select extract(epoch from min(started_at)) * 1000 as s from ${quoteIdent(`tm_${account}`)}.sync_runs where started_at > to_timestamp($1 / 1000.0)`,
-        [i.killAt],
+      const { rows } = await db.query<{ s: string | null }>(
+        `select extract(epoch from min(started_on)) * 1000 as s from (
+           select started_on from ${jobs}.job where name = 'account-pass' and singleton_key = $2 and started_on > to_timestamp($1 / 1000.0)
+           union all
+           select started_on from ${jobs}.archive where name = 'account-pass' and singleton_key = $2 and started_on > to_timestamp($1 / 1000.0)
+         ) j`,
+        [i.killAt, account],
       );
       const s = rows[0]?.s;
       if (s === null || s === undefined) notResumed++;

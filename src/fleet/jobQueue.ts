@@ -295,8 +295,8 @@ export class JobQueue {
   }
 
   /**
-   * Raises the queued jobs whose live work has fallen due (see Successor.liveInMs) and counts the live jobs due and
-   * waiting for a worker. Each worker calls it every pollIntervalMs.
+   * Raises the queued jobs whose live work has fallen due (see Successor.liveInMs) and the retries (a dead worker's
+   * accounts), and counts the live jobs due and waiting for a worker. Each worker calls it every pollIntervalMs.
    */
   promote(): Promise<{ promoted: number; waiting: number }> {
     return this.#transaction(({ tx }) => promoteLiveJobs(tx, { jobsSchema: this.jobsSchema, queue: QUEUE, priority: LIVE_PRIORITY }));

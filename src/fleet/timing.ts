@@ -23,12 +23,13 @@ import { MINUTE_MS, SECOND_MS } from '../time.ts';
  * ## Takeover: expiry and maintenance
  * pg-boss 10 has no heartbeat. A job whose worker died stays `active` until `expireInSeconds` after it started; then
  * pg-boss's maintenance (every `maintenanceIntervalSeconds`, run by one worker of the fleet at a time) fails it into
- * `retry`, due after `retryDelaySeconds` (doubled per retry, with jitter: 1–2 s for the first), and the next fetch of
- * any worker (every `pollIntervalMs`) takes it. The account's lock went with the dead worker's connection (PostgreSQL
+ * `retry`, due after `retryDelaySeconds` (doubled per retry, with jitter: 1–2 s for the first), raised to live priority
+ * by the next promote (every `pollIntervalMs`, jobQueue.promote) so that no background backlog stands before it, and
+ * the next fetch of any worker takes it. The account's lock went with the dead worker's connection (PostgreSQL
  * ends the session of a killed process at once; a partition after ~25 s of keepalives). Maintenance runs when the last
  * run is older than its interval, each process timing itself, so two runs can be almost 2 intervals apart. Bound:
  *
- *     expire 30 + 2 × maintenance 10 + retry delay 2 + fetch poll 2 = 54 s  ≤  60 s (issue 14's target)
+ *     expire 30 + 2 × maintenance 10 + retry delay 2 + promote and fetch 2 = 54 s  ≤  60 s (issue 14's target)
  *
  * (`takeoverBoundMs`). A handler normally ends well within `expireInSeconds`: slice 15 + in flight ~1 + delivery 5 +
  * lock, open, plan ~1 ≈ 22 s < 30. One that does not (a hung API) is failed into `retry` while it still runs; the

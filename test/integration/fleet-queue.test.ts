@@ -106,4 +106,29 @@ describe.skipIf(!postgresUrl)('the fleet queue: started by several workers at on
       await queue.stop();
     }
   });
+
+  it("a job in retry (its worker died or failed mid-pass) is raised to live: a dead worker's accounts go before background work", async () => {
+    const fleetSchema = `tm_fq_${randomBytes(3).toString('hex')}`;
+    schemas.push(fleetSchema);
+    const queue = new JobQueue({ databaseUrl: postgresUrl!, fleetSchema, timing: fleetTiming({ retryDelaySeconds: 0 }), logger: createLogger('silent') });
+    await queue.start();
+    const admin = new pg.Client({ connectionString: postgresUrl! });
+    await admin.connect();
+    try {
+      for (const account of ['a', 'b', 'c']) expect(await queue.ensureChain(account, { bringForward: false })).toBe('sent');
+      const [a] = await queue.fetch(1);
+      expect(a!.account).toBe('a');
+      await queue.fail(a!, new Error('the worker died'));
+      expect((await queue.promote()).promoted).toBe(1);
+      const { rows } = await admin.query(`select singleton_key as account, state, priority from "${jobsSchemaOf(fleetSchema)}".job order by 1`);
+      expect(rows).toEqual([
+        { account: 'a', state: 'retry', priority: LIVE_PRIORITY },
+        { account: 'b', state: 'created', priority: 0 },
+        { account: 'c', state: 'created', priority: 0 },
+      ]);
+    } finally {
+      await admin.end();
+      await queue.stop();
+    }
+  });
 });

@@ -74,9 +74,10 @@ export async function databaseNowMs(tx: Tx): Promise<number> {
 }
 
 /**
- * Raises the queued jobs whose live work has fallen due (their data's `liveAt`, epoch ms by the database's clock: a
- * list the account's plan polls then) to `priority`, and counts the live jobs due and waiting for a worker, these
- * included. pg-boss 10 has no call to change a queued job's priority; its fetch orders by priority, then age, and
+ * Raises to `priority` the queued jobs whose live work has fallen due (their data's `liveAt`, epoch ms by the database's
+ * clock: a list the account's plan polls then) and every job in `retry` (its worker died or failed mid-pass: the
+ * account's takeover, bound to a minute, must not wait behind the fleet's background work); counts the live jobs due
+ * and waiting for a worker, these included. pg-boss 10 has no call to change a queued job's priority; its fetch orders by priority, then age, and
  * reads nothing else of it, so the column is ours to raise. A `liveAt` that is not a number (a job inserted by hand)
  * is left alone.
  */
@@ -86,12 +87,13 @@ export async function promoteLiveJobs(tx: Tx, o: { jobsSchema: string; queue: st
     tx,
     sql`with promoted as (
           update ${job} set priority = ${o.priority}
-          where name = ${o.queue} and state = 'created' and priority < ${o.priority}
-            and (case when jsonb_typeof(data -> 'liveAt') = 'number' then (data ->> 'liveAt')::numeric end) <= extract(epoch from now()) * 1000
+          where name = ${o.queue} and priority < ${o.priority}
+            and (state = 'retry' or state = 'created'
+              and (case when jsonb_typeof(data -> 'liveAt') = 'number' then (data ->> 'liveAt')::numeric end) <= extract(epoch from now()) * 1000)
           returning start_after <= now() as due)
         select (select count(*) from promoted)::int as promoted,
           ((select count(*) from promoted where due) +
-           (select count(*) from ${job} where name = ${o.queue} and state = 'created' and priority >= ${o.priority} and start_after <= now()))::int as waiting`,
+           (select count(*) from ${job} where name = ${o.queue} and state in ('created', 'retry') and priority >= ${o.priority} and start_after <= now()))::int as waiting`,
   );
   return { promoted: row?.promoted ?? 0, waiting: row?.waiting ?? 0 };
 }
