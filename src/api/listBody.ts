@@ -52,8 +52,12 @@ export class ListBody {
     return [...this.batches(Math.max(1, this.length))].flat();
   }
 
-  /** Item `index` (0-based) of a body read from bytes, parsed on its own. */
-  #element(index: number): unknown {
+  /**
+   * Item `index` (0-based), parsed on its own. Throws InvalidResponseError when it is not valid JSON: the body was
+   * malformed after all, and whatever was done with the items before must be undone.
+   */
+  item(index: number): unknown {
+    if (this.#values) return this.#values[index];
     const from = index === 0 ? this.#start : this.#commas[index - 1]! + 1;
     const to = index === this.length - 1 ? this.#end : this.#commas[index]!;
     try {
@@ -76,7 +80,7 @@ export class ListBody {
         continue;
       }
       const batch = new Array<unknown>(count);
-      for (let k = 0; k < count; k++) batch[k] = this.#element(first + k);
+      for (let k = 0; k < count; k++) batch[k] = this.item(first + k);
       yield batch;
     }
   }

@@ -5,7 +5,7 @@ import { listStates } from '../db/repos/work.ts';
 import type { Tx } from '../db/connect.ts';
 import { diffLeaves, diffListed, withholdsLeaves } from './differ.ts';
 import type { ListItem } from '../model/lists.ts';
-import { parseListItems, type Problems } from './mapping.ts';
+import { parseListItem, type Problems } from './mapping.ts';
 
 /**
  * One list response into the mirror, inside the caller's transaction, a batch of items at a time: each batch is
@@ -49,13 +49,15 @@ export async function writeListPoll(
   // 100,000 items). Their ids are already held by `seen`.
   const unchanged: string[] = [];
   const result: ListPollResult = { listed: 0, written: 0, changes: 0, members: 0, withheld: 0 };
-  const batches = body.batches(batchSize);
   let offset = 0;
+  // Each item is mapped as soon as it is parsed: only the batch's ListItems live on while the database compares them.
   const read = (): ListItem[] | null => {
-    const next = batches.next();
-    if (next.done) return null;
-    const items = parseListItems(next.value, list, problems, seen, offset);
-    offset += next.value.length;
+    if (offset >= body.length) return null;
+    const items: ListItem[] = [];
+    for (const end = Math.min(body.length, offset + batchSize); offset < end; offset++) {
+      const item = parseListItem(body.item(offset), offset, list, problems, seen);
+      if (item) items.push(item);
+    }
     return items;
   };
   for (let items = read(); items; ) {

@@ -113,44 +113,49 @@ const LIST_FIELDS: readonly (Field & { prop: keyof ListItem })[] = [
  * A list may hold 100,000 items: an item exactly as the spec gives it takes a fast path that skips the per-field
  * checks (it is what they would return, with nothing to report); any other item goes through them.
  *
- * A list read in batches (sync/listPoll.ts) passes each batch with its `offset` in the list (for the messages) and the
- * same `seen`: the ids listed so far, a ticket listed twice is dropped whichever batches its two items are in.
+ * A list read in batches (sync/listPoll.ts) maps each item as it is parsed (parseListItem), with its index in the list
+ * (for the messages) and one `seen` for the whole list: the ids listed so far, a ticket listed twice is dropped
+ * whichever batches its two items are in.
  */
-export function parseListItems(body: readonly unknown[], listName: string, problems: Problems, seen = new Set<string>(), offset = 0): ListItem[] {
+export function parseListItems(body: readonly unknown[], listName: string, problems: Problems): ListItem[] {
+  const seen = new Set<string>();
   const items: ListItem[] = [];
-  for (let i = 0; i < body.length; i++) {
-    const raw = body[i];
-    const index = offset + i;
-    if (!isObject(raw)) throw new UnstorableError(`${listName}[${index}] is not an object`);
-    const id = storableText(typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`));
-    if (seen.has(id)) {
-      problems.add(`${listName}[${index}]`, `ticket ${id} is listed twice`);
-      continue;
-    }
-    seen.add(id);
-    const { name, email, status, has_unread_messages: unread, created_at: createdAt } = raw;
-    if (
-      typeof name === 'string' &&
-      typeof email === 'string' &&
-      typeof status === 'string' &&
-      typeof unread === 'boolean' &&
-      typeof createdAt === 'string' &&
-      isCanonicalApiTimestamp(createdAt)
-    ) {
-      items.push({
-        id,
-        name: storableText(name),
-        email: storableText(email),
-        status: storableText(status),
-        hasUnreadMessages: unread,
-        createdAt,
-        unstorable: NONE,
-      });
-      continue;
-    }
-    items.push(checkedListItem(storableJson(raw), id, `${listName}[${index}] (${id})`, problems));
+  for (let index = 0; index < body.length; index++) {
+    const item = parseListItem(body[index], index, listName, problems, seen);
+    if (item) items.push(item);
   }
   return items;
+}
+
+/** Item `index` of a list (see parseListItems); null when its ticket is already in `seen`, to which it is added. */
+export function parseListItem(raw: unknown, index: number, listName: string, problems: Problems, seen: Set<string>): ListItem | null {
+  if (!isObject(raw)) throw new UnstorableError(`${listName}[${index}] is not an object`);
+  const id = storableText(typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`));
+  if (seen.has(id)) {
+    problems.add(`${listName}[${index}]`, `ticket ${id} is listed twice`);
+    return null;
+  }
+  seen.add(id);
+  const { name, email, status, has_unread_messages: unread, created_at: createdAt } = raw;
+  if (
+    typeof name === 'string' &&
+    typeof email === 'string' &&
+    typeof status === 'string' &&
+    typeof unread === 'boolean' &&
+    typeof createdAt === 'string' &&
+    isCanonicalApiTimestamp(createdAt)
+  ) {
+    return {
+      id,
+      name: storableText(name),
+      email: storableText(email),
+      status: storableText(status),
+      hasUnreadMessages: unread,
+      createdAt,
+      unstorable: NONE,
+    };
+  }
+  return checkedListItem(storableJson(raw), id, `${listName}[${index}] (${id})`, problems);
 }
 
 function checkedListItem(raw: JsonObject, id: string, where: string, problems: Problems): ListItem {
