@@ -27,6 +27,7 @@ import { HOUR_MS, MINUTE_MS } from '../src/time.ts';
  *   --jobs N         strategies run in parallel, one process each (default 2: the machine's cores)
  *   --every-tick     run ticket-mirror's pass on every 15 s tick, idle or not (slow; the results must not change)
  *   --skip-cost      leave out the local-cost part
+ *   --cost-only      only the local-cost part (the file keeps every workload's entry)
  *   --only a,b       run only these strategies (ticket-mirror is always run: the others are compared with it)
  *   --render         run nothing: print and draw again from bench/results.json (after a change to the report)
  *   --reuse          take a strategy's raw run from the runs folder when it is there (after a change to the figures)
@@ -42,6 +43,7 @@ const { values: opts } = parseArgs({
     jobs: { type: 'string', default: '2' },
     'every-tick': { type: 'boolean', default: false },
     'skip-cost': { type: 'boolean', default: false },
+    'cost-only': { type: 'boolean', default: false },
     only: { type: 'string' },
     render: { type: 'boolean', default: false },
     reuse: { type: 'boolean', default: false },
@@ -60,7 +62,7 @@ if (opts.render) {
 }
 
 const started = performance.now();
-const wanted = opts.workload ? opts.workload.split(',').map((n) => n.trim()) : (Object.keys(WORKLOADS) as WorkloadName[]);
+const wanted = opts['cost-only'] ? [] : opts.workload ? opts.workload.split(',').map((n) => n.trim()) : (Object.keys(WORKLOADS) as WorkloadName[]);
 const workloads = wanted.map((n) => ({ ...workloadNamed(n, opts.quick), ...(opts.correlated ? { correlated: true } : {}) }));
 const postgresUrl = await findPostgres();
 log(`database: ${postgresUrl ? 'PostgreSQL' : 'PGlite (no PostgreSQL answered)'}; workloads: ${workloads.map((w) => `${w.name} (${w.days} d)`).join(', ')}`);
@@ -131,7 +133,8 @@ function publish(f: BenchFile, dir: string, readme: boolean): void {
   process.stdout.write(`\n${report}\n`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'results.json'), `${JSON.stringify(f, jsonSafe, 2)}\n`);
-  for (const r of f.workloads) {
+  // A run of the local cost alone leaves the charts as they are (they draw the workloads, which it did not run).
+  for (const r of opts['cost-only'] ? [] : f.workloads) {
     const tmRun = r.strategies.find((x) => x.strategy === 'ticket-mirror');
     writeFileSync(
       join(dir, chartName(r.name)),
