@@ -59,7 +59,11 @@ const ACCOUNT_NAME = new RegExp(ACCOUNT_NAME_PATTERN);
 
 export async function runAccountJob(c: JobContext, job: PassJob): Promise<void> {
   const startedAt = c.clock.now();
-  c.events.emit('job:started', { account: job.account, jobId: job.id, lateMs: Math.max(0, startedAt - job.startAfter), retryCount: job.retryCount, manual: job.manual });
+  // Live work (a list or reply due, a first pass, a takeover) is late from when it fell due; background work from its slot.
+  const liveDue = job.liveAt !== null && job.liveAt <= startedAt;
+  const live = liveDue || job.priority >= LIVE_PRIORITY;
+  const dueAt = liveDue ? Math.max(job.startAfter, job.liveAt!) : job.startAfter;
+  c.events.emit('job:started', { account: job.account, jobId: job.id, lateMs: Math.max(0, startedAt - dueAt), live, retryCount: job.retryCount, manual: job.manual });
   const skip = async (reason: SkipReason, successor?: { delayMs: number }) => {
     await c.queue.finish(job, successor ? { successor } : {});
     c.events.emit('job:skipped', { account: job.account, jobId: job.id, reason });

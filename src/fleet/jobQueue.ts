@@ -54,6 +54,10 @@ export interface PassJob {
   retryCount: number;
   /** When it was due (start_after), epoch ms. */
   startAfter: number;
+  /** pg-boss's priority when it was fetched (LIVE_PRIORITY: live work). */
+  priority: number;
+  /** Its data's `liveAt` (epoch ms, the database's clock), when it is a number. */
+  liveAt: number | null;
 }
 
 /** How a new job's start is given: at an instant of the database's clock, or now. */
@@ -212,6 +216,8 @@ export class JobQueue {
       manual: j.data?.manual === true,
       retryCount: j.retryCount,
       startAfter: new Date(j.startAfter).getTime(),
+      priority: typeof j.priority === 'number' ? j.priority : 0,
+      liveAt: typeof j.data?.liveAt === 'number' && Number.isFinite(j.data.liveAt) ? j.data.liveAt : null,
     }));
   }
 

@@ -64,10 +64,13 @@ export class FleetMetrics {
   readonly #allPasses = this.#counter('ticket_mirror_fleet_passes_total', 'Passes this worker finished, all accounts, by result: ok or the error kind.', ['result']);
   readonly #startDelay = new Histogram({
     name: 'ticket_mirror_fleet_job_start_delay_seconds',
-    help: "How late this worker started an account's job after it fell due (issue 14's bound: 30 s).",
+    help: 'How late this worker started a job after it fell due, by work: live (a list or reply due, a first pass, a takeover: its bound is 30 s) or background (a backfill\'s next slice, after its slot).',
+    labelNames: ['work'] as const,
     buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
     registers: [this.registry],
   });
+  readonly #liveWaiting = this.#gauge('ticket_mirror_fleet_live_jobs_waiting', 'Live jobs due and waiting for a slot of any worker, as this worker last counted them (every 2 s): lasting above 0, the fleet needs slots.');
+  readonly #promoted = this.#counter('ticket_mirror_fleet_jobs_promoted_total', 'Background jobs this worker raised to live: their account\'s list fell due, or they are a retry.');
   readonly #accounts = this.#gauge('ticket_mirror_fleet_accounts', 'Accounts of the fleet by state: ok, failing, auth_failed, paused, new.', ['state']);
   readonly #requests24h = this.#gauge('ticket_mirror_fleet_requests_24h', 'Requests of all accounts in the last 24 h, from their ledgers.');
   readonly #budgetLeft = this.#gauge('ticket_mirror_fleet_budget_remaining_requests', 'Requests left in the rolling 24 h, summed over the accounts not paused.');
@@ -103,7 +106,11 @@ export class FleetMetrics {
       if (kind) counts.errors[kind]++;
       this.#allPasses.inc({ result: kind ?? 'ok' });
     });
-    events.on('job:started', ({ lateMs }) => this.#startDelay.observe(Math.max(0, lateMs) / 1000));
+    events.on('job:started', ({ lateMs, live }) => this.#startDelay.observe({ work: live ? 'live' : 'background' }, Math.max(0, lateMs) / 1000));
+    events.on('jobs:live', ({ promoted, waiting }) => {
+      this.#liveWaiting.set(waiting);
+      if (promoted > 0) this.#promoted.inc(promoted);
+    });
   }
 
   /** Sets every series from the fleet's state; the account series follow the labelled set it implies. */

@@ -234,7 +234,7 @@ class Worker implements FleetWorker {
     try {
       const { promoted, waiting } = await this.#queue.promote();
       this.#liveWaiting = waiting;
-      if (promoted > 0) this.events.emit('jobs:promoted', { jobs: promoted, waiting });
+      this.events.emit('jobs:live', { promoted, waiting });
       if (waiting > 0) this.#wake?.();
     } catch (error) {
       this.#logger.warn({ err: safeErrorMessage(error) }, 'could not raise the jobs whose lists fell due; trying again');

@@ -11,8 +11,11 @@ export type SkipReason = 'invalid' | 'redundant' | 'missing' | 'paused' | 'backi
  * engine's SyncEvents). Account names are `^[a-z][a-z0-9_]{0,39}$`: safe as label values.
  */
 export interface FleetWorkerEventMap {
-  /** A job was fetched and starts: `lateMs` after the instant it was due (its successor's startAfter). */
-  'job:started': [{ account: string; jobId: string; lateMs: number; retryCount: number; manual: boolean }];
+  /**
+   * A job was fetched and starts, `lateMs` after the instant it was due: for live work (`live`: a list or reply due, a
+   * first pass, a takeover) the instant its work fell due, else its startAfter.
+   */
+  'job:started': [{ account: string; jobId: string; lateMs: number; live: boolean; retryCount: number; manual: boolean }];
   /** A job ended without a pass (see SkipReason). */
   'job:skipped': [{ account: string; jobId: string; reason: SkipReason }];
   /** A pass ended and its outcome was recorded (the same as the account's row now says). */
@@ -21,8 +24,8 @@ export interface FleetWorkerEventMap {
   'request:sent': [{ account: string; entry: LedgerEntry }];
   /** A chain of passes was started or hurried: by the reconciler, an operator's announcement, or a reply inserted. */
   'chain:woken': [{ account: string; via: 'reconcile' | 'announce' | 'reply'; result: EnsureResult }];
-  /** Background jobs raised to live, their accounts' lists having fallen due; `waiting`: live jobs due, unfetched. */
-  'jobs:promoted': [{ jobs: number; waiting: number }];
+  /** Every promote (jobQueue.promote): background jobs raised to live now, and the live jobs due and waiting for a slot. */
+  'jobs:live': [{ promoted: number; waiting: number }];
 }
 
 export interface FleetPassReport {

@@ -76,7 +76,7 @@ describe.skipIf(!postgresUrl)('the fleet queue: started by several workers at on
     try {
       // a and b: background work due now, lists due later; c: queued last, its list due now; d: its list due in a minute.
       for (const account of ['a', 'b']) expect(await queue.ensureChain(account, { bringForward: false })).toBe('sent');
-      const job = (account: string) => ({ id: '', account, manual: false, retryCount: 0, startAfter: 0 });
+      const job = (account: string) => ({ id: '', account, manual: false, retryCount: 0, startAfter: 0, priority: 0, liveAt: null });
       for (const [account, liveInMs] of [['c', 0], ['d', 60_000]] as const) {
         // A successor is queued by finish(); the job it finishes does not exist here, which finish tolerates.
         await queue.finish({ ...job(account), id: '00000000-0000-0000-0000-000000000000' }, { successor: { delayMs: 0, liveInMs } });
@@ -85,8 +85,13 @@ describe.skipIf(!postgresUrl)('the fleet queue: started by several workers at on
       await admin.query(`update "${jobsSchemaOf(fleetSchema)}".job set data = data || '{"liveAt": "soon"}' where singleton_key = 'b'`);
       expect(await queue.promote()).toEqual({ promoted: 1, waiting: 1 });
       expect(await queue.promote()).toEqual({ promoted: 0, waiting: 1 });
-      expect((await queue.fetch(1)).map((j) => j.account)).toEqual(['c']);
-      expect((await queue.fetch(5)).map((j) => j.account).sort()).toEqual(['a', 'b', 'd']);
+      const [c] = await queue.fetch(1);
+      expect(c).toMatchObject({ account: 'c', priority: LIVE_PRIORITY });
+      const rest = (await queue.fetch(5)).sort((x, y) => x.account.localeCompare(y.account));
+      expect(rest.map((j) => j.account)).toEqual(['a', 'b', 'd']);
+      // d's list falls due in a minute by the database's clock; a liveAt that is not a number is none.
+      expect(rest[2]!.liveAt! - Date.now()).toBeGreaterThan(50_000);
+      expect(rest[1]!.liveAt).toBeNull();
     } finally {
       await admin.end();
       await queue.stop();

@@ -68,7 +68,10 @@ describe.skipIf(!postgresUrl)("fleet run's status routes", () => {
     events.emit('pass:finished', report('acme', null, 'ok'));
     events.emit('pass:finished', report('broken', 'server_error', 'failing'));
     events.emit('pass:finished', report('locked', 'auth_failed', 'auth_failed'));
-    events.emit('job:started', { account: 'acme', jobId: 'j', lateMs: 1_500, retryCount: 0, manual: false });
+    events.emit('job:started', { account: 'acme', jobId: 'j', lateMs: 1_500, live: true, retryCount: 0, manual: false });
+    events.emit('job:started', { account: 'acme', jobId: 'k', lateMs: 90_000, live: false, retryCount: 0, manual: false });
+    events.emit('jobs:live', { promoted: 3, waiting: 7 });
+    events.emit('jobs:live', { promoted: 0, waiting: 2 });
 
     const { status, body } = await get('/metrics');
     expect(status).toBe(200);
@@ -88,7 +91,11 @@ describe.skipIf(!postgresUrl)("fleet run's status routes", () => {
     expect(body).toContain('ticket_mirror_fleet_metrics_folded_accounts 3');
     expect(body).toContain('ticket_mirror_fleet_api_requests_total{status="none"} 1');
     expect(body).toContain('ticket_mirror_fleet_passes_total{result="ok"} 1');
-    expect(body).toContain('ticket_mirror_fleet_job_start_delay_seconds_bucket{le="2"} 1');
+    expect(body).toContain('ticket_mirror_fleet_job_start_delay_seconds_bucket{le="2",work="live"} 1');
+    expect(body).toContain('ticket_mirror_fleet_job_start_delay_seconds_bucket{le="60",work="background"} 0');
+    expect(body).toContain('ticket_mirror_fleet_job_start_delay_seconds_bucket{le="120",work="background"} 1');
+    expect(body).toContain('ticket_mirror_fleet_live_jobs_waiting 2');
+    expect(body).toContain('ticket_mirror_fleet_jobs_promoted_total 3');
     for (const state of ['auth_failed', 'failing', 'new', 'ok', 'paused']) expect(body).toContain(`ticket_mirror_fleet_accounts{state="${state}"} 1`);
     expect(body).toContain('ticket_mirror_fleet_jobs{queue="account-pass",state="active"} 1');
     expect(body).toContain('ticket_mirror_fleet_jobs{queue="account-pass",state="due"} 1');
