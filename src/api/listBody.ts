@@ -125,6 +125,8 @@ export function scanListBody(bytes: Buffer): ListBody | null {
       depth++;
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
       if (--depth === 0) {
+        // The array must close as it opened: `[{"id":"a"}}` is not JSON, though its one element is.
+        if (c !== CLOSE_ARRAY) return null;
         end = i;
         break;
       }

@@ -40,7 +40,7 @@ describe('scanListBody', () => {
   it('keeps what is not one whole array for the usual classification (null)', () => {
     const text = JSON.stringify(AWKWARD);
     for (const cut of [1, 10, text.length / 2, text.length - 1]) expect(scanListBody(bytes(text.slice(0, cut)))).toBeNull();
-    for (const other of ['', '  ', '{"data":[]}', 'null', '<!doctype html><html></html>', '[1] [2]', '[1],', '[1]x', '"[1]"', '[{"a":"unterminated]']) {
+    for (const other of ['', '  ', '{"data":[]}', 'null', '<!doctype html><html></html>', '[1] [2]', '[1],', '[1]x', '"[1]"', '[{"a":"unterminated]', '[{"id":"a"}}', '[1,2}']) {
       expect(scanListBody(bytes(other)), other).toBeNull();
     }
   });
