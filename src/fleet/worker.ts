@@ -104,6 +104,8 @@ class Worker implements FleetWorker {
   #reconcileTimer: NodeJS.Timeout | undefined;
   #promoteTimer: NodeJS.Timeout | undefined;
   #promoting = false;
+  /** When a failed promote was last told (at most once a minute: it is tried every pollIntervalMs). */
+  #promoteErrorToldAt = -Infinity;
   /** Live jobs due and waiting for a worker, as the last promote or fetch saw them. */
   #liveWaiting = 0;
   #listener: pg.Client | undefined;
@@ -237,7 +239,11 @@ class Worker implements FleetWorker {
       this.events.emit('jobs:live', { promoted, waiting });
       if (waiting > 0) this.#wake?.();
     } catch (error) {
-      this.#logger.warn({ err: safeErrorMessage(error) }, 'could not raise the jobs whose lists fell due; trying again');
+      const now = performance.now();
+      if (now - this.#promoteErrorToldAt > 60_000) {
+        this.#promoteErrorToldAt = now;
+        this.#logger.warn({ err: safeErrorMessage(error) }, 'could not raise the jobs whose lists fell due; trying again every poll');
+      }
     } finally {
       this.#promoting = false;
     }
