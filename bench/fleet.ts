@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -22,6 +23,9 @@ import { SMALL } from './workload.ts';
  * activity at `--activity-scale` (20) × the small workload's rates so that every account sees changes within the run.
  * `--quick`: 60 accounts, 600 registered, 3 minutes, the kill at 1.5. `--out FILE` writes the results there;
  * `--single-from FILE` takes the single-account figure from a control run's results (see singleAccountFigure).
+ * `--settle M` (half the run): the list-visible lag is also given over the changes made at least M minutes before the
+ * end, which a sweep had time to see; a control run with the same M is compared on that. `--database NAME`
+ * (tm_fleet_bench): the bench database, so that a control run can run beside the fleet.
  * `--provision-only`: migrate and register, then stop (the account schemas are kept for the next run). Writes
  * bench/fleet-results.json and prints the README's table.
  */
@@ -42,6 +46,8 @@ const CONCURRENCY = num('concurrency', 20);
 const MINUTES = num('minutes', quick ? 3 : 10);
 const KILL_AT = num('kill-at', quick ? 1.5 : 5);
 const SCALE = num('activity-scale', 20);
+// Changes made this long before the end count in the settled list-visible lag (see listLagTarget): half the run.
+const SETTLE_MS = num('settle', MINUTES / 2) * 60_000;
 const STEP_MS = 15_000;
 const REPLIES = Math.min(50, ACCOUNTS);
 
@@ -51,7 +57,8 @@ const log = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
 
 const baseUrl = await findPostgres();
 if (!baseUrl) throw new Error('bench:fleet needs PostgreSQL (DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432)');
-const url = await benchDatabaseUrl(baseUrl);
+const dbAt = args.indexOf('--database');
+const url = await benchDatabaseUrl(baseUrl, dbAt >= 0 ? args[dbAt + 1]! : undefined);
 const rates = Object.fromEntries(Object.entries(SMALL.ratesPerDay).map(([op, r]) => [op, r * SCALE])) as typeof SMALL.ratesPerDay;
 
 const sim = await startSimulator({
@@ -206,17 +213,23 @@ const figures: FleetRunFigures = await analyseFleet({
   },
   config: { accounts: ACCOUNTS, registered: REGISTERED, workers: WORKERS, concurrency: CONCURRENCY, minutes: MINUTES, killAt: KILL_AT, activityScale: SCALE, quick },
   singleAccount: singleAccountFigure(),
+  settleMs: SETTLE_MS,
+  lagsFile: `${HERE}tmp/fleet-lags-${basename(outFile())}`,
 });
 await db.end();
 await setup.fleet.close();
 await sim.close();
 
-const outAt = args.indexOf('--out');
-const file = outAt >= 0 ? args[outAt + 1]! : quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`;
+const file = outFile();
 writeFileSync(file, `${JSON.stringify(figures, null, 2)}\n`);
 process.stdout.write(`${renderFleetMarkdown(figures)}\n`);
 log(`wrote ${file}`);
 process.exit(0);
+
+function outFile(): string {
+  const outAt = args.indexOf('--out');
+  return outAt >= 0 ? args[outAt + 1]! : quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`;
+}
 
 /** Transactions and rows the whole bench database saw (pg_stat_database): the engine's overhead with the sync's. */
 async function dbStats(client: pg.Client): Promise<{ at: number; xacts: number; tuplesReturned: number; tuplesFetched: number }> {
@@ -237,6 +250,7 @@ function singleAccountFigure(): { listP95Ms: number | null; source: string } {
     const control = JSON.parse(readFileSync(args[from + 1]!, 'utf8')) as FleetRunFigures;
     return {
       listP95Ms: control.listLag.p95Ms,
+      ...(control.listLag.settled ? { settledP95Ms: control.listLag.settled.p95Ms, settleMs: control.listLag.settled.settleMs } : {}),
       source: `control run: ${control.config.accounts} accounts, each with a slot of its own, ${control.config.minutes} min (${args[from + 1]})`,
     };
   }

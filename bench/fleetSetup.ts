@@ -20,17 +20,18 @@ export const accountName = (i: number) => `acct_${String(i).padStart(5, '0')}`;
 export const accountToken = (i: number) => `bench-token-${i}`;
 
 /** The URL of the bench's own database on the server of `baseUrl`, created when missing. */
-export async function benchDatabaseUrl(baseUrl: string): Promise<string> {
+export async function benchDatabaseUrl(baseUrl: string, name = 'tm_fleet_bench'): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`--database ${JSON.stringify(name)}: lower-case letters, digits and _ only`);
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   try {
-    const { rows } = await admin.query(`select 1 from pg_database where datname = 'tm_fleet_bench'`);
-    if (rows.length === 0) await admin.query('create database tm_fleet_bench');
+    const { rows } = await admin.query(`select 1 from pg_database where datname = $1`, [name]);
+    if (rows.length === 0) await admin.query(`create database ${name}`);
   } finally {
     await admin.end();
   }
   const url = new URL(baseUrl);
-  url.pathname = '/tm_fleet_bench';
+  url.pathname = `/${name}`;
   return url.toString();
 }
 
