@@ -1,5 +1,5 @@
 import { LIST_NAMES, type ListName } from '../api/endpoints.ts';
-import { BUCKET_MS, BUCKETS_PER_DAY, HOURS_AHEAD, type ListState, type PlannerHistory } from '../model/plannerHistory.ts';
+import { BUCKET_MS, BUCKETS_PER_DAY, HISTORY_BUCKETS, HOURS_AHEAD, type ListState, type PlannerHistory } from '../model/plannerHistory.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from '../time.ts';
 import type { BudgetSnapshot } from './budget.ts';
 
@@ -33,8 +33,9 @@ import type { BudgetSnapshot } from './budget.ts';
  * 3. **Backfill** (background): never-fetched tickets, open before resolved, newest first.
  * 4. **Revalidation** (background): details whose changes no list shows (a message on an unread ticket, a priority
  *    change), most likely changed first: see db/repos/work.ts. After the backfill it is paced with the activity, at a
- *    rate ∝ √λ(h) (see `paced`): the detail-only changes come when the list changes do. A detail read within the current sweep interval is not
- *    re-read (`revalidateMinAgeMs`): within it the sweeps find what the lists show, and re-reading faster buys
+ *    rate ∝ √λ̄(h), λ̄ the mean rate over the round of the open tickets that ends at h (see `paced`): the detail-only
+ *    changes come when the list changes do, and a re-read finds those made since the ticket's last read. A detail
+ *    read within the current sweep interval is not re-read (`revalidateMinAgeMs`): within it the sweeps find what the lists show, and re-reading faster buys
  *    nothing; an idle plan wakes when the stalest detail reaches that age.
  *
  * ## Pacing in a rolling window
@@ -201,7 +202,7 @@ export function planPass(input: PlannerInput): Plan {
   // What the hour may spend beyond its forecast live work (the hourly cap): background, and a backlog of details.
   const hourCap = (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length;
   // After the backfill and the first day, background is revalidation, and it is paced with the activity (`paced`).
-  const pace = !backfilling && hourlyShare(input.history, now) === POLICY.maxHourlyShare ? paced(now, A, fullHour, schedule) : null;
+  const pace = !backfilling && hourlyShare(input.history, now) === POLICY.maxHourlyShare ? paced(now, A, input.openCount ?? 0, fullHour, schedule) : null;
   const paceCap = pace === null ? Infinity : pace.spendBy(now) - input.history.sentThisHour - polls.length;
   // Background may take what live work will not need over the next 24 h, within the hourly cap and the pace.
   // It also leaves, beyond the forecast, the slots of the details a list may ask for before the next slots free (as many
@@ -316,6 +317,11 @@ interface SweepSchedule {
   /** List changes per hour expected in the clock hour `hoursAhead` from the current one (λ). */
   rateAt(hoursAhead: number): number;
   /**
+   * The mean λ over the `span` clock hours ending with the one `hoursAhead` from the current one: the hours before
+   * the current one as observed (those not observed left out), the rest as expected.
+   */
+  meanRateOver(hoursAhead: number, span: number): number;
+  /**
    * Expected live requests (polls and details) in the current clock hour and each of the next 23. Given `now` and the
    * instant the next sweep falls due, the current hour counts only the sweeps still to make in it and its remaining
    * share of the details; otherwise whole hours.
@@ -392,9 +398,27 @@ function sweepSchedule(
   const maxSweep = Math.max(minSweep, POLICY.maxSweepStretch * evenSweep);
   const interval = (lambda: number) =>
     stretchTo(clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, minSweep, maxSweep), sustain, evenSweep);
+  const ahead = Array.from({ length: HOURS_AHEAD }, (_, k) => expected(k));
+  const observed = new Map<number, number | null>();
+  const rateIn = (hoursAhead: number): number | null => {
+    if (hoursAhead >= 0) return ahead[hoursAhead] ?? expected(hoursAhead);
+    if (!observed.has(hoursAhead)) observed.set(hoursAhead, hourRate(hourNow + hoursAhead));
+    return observed.get(hoursAhead)!;
+  };
   return {
     intervalAt: (hoursAhead) => interval(expected(hoursAhead)),
-    rateAt: expected,
+    rateAt: (hoursAhead) => ahead[hoursAhead] ?? expected(hoursAhead),
+    meanRateOver: (hoursAhead, span) => {
+      let sum = 0;
+      let n = 0;
+      for (let j = hoursAhead - Math.max(1, span) + 1; j <= hoursAhead; j++) {
+        const r = rateIn(j);
+        if (r === null) continue;
+        sum += Math.max(POLICY.minChangesPerHour, r);
+        n++;
+      }
+      return n > 0 ? sum / n : rateIn(hoursAhead)!;
+    },
     liveForecast: (at, nextSweepAt) =>
       Array.from({ length: HOURS_AHEAD }, (_, k) => {
         const lambda = expected(k);
@@ -412,19 +436,41 @@ function sweepSchedule(
 /**
  * The pace of revalidation after the backfill. What live work does not need, A − L (L: the forecast polls and details
  * of the next 24 h), goes to re-reading details, and the detail-only changes it finds come at the rhythm of the list
- * changes (the same people make both). Re-reading a ticket at rate r(h) in an hour that brings λ(h) changes leaves
- * them a mean lag ∝ λ(h)/r(h); under Σ r = A − L the sum is least at r ∝ √λ (the square-root law, as for the sweeps),
- * so the current hour's share of what live work leaves is √λ(0) / Σ_k √λ(k), and the hour spends its live forecast
- * plus that share, evenly within it. A greedy background instead spent whatever slots freed (those of the same hour a
- * day before): nights and weekends, where the sweeps are sparse, took nearly all of it (on the `small` workload 2,630
- * re-reads in a week off-hours against 66 in working hours), while the changes came in working hours.
+ * changes (the same people make both). Revalidation reads the O open tickets stalest first, so it goes round them in
+ * R = O / ((A − L)/24) hours, and a re-read at hour h finds the changes made since the ticket's last read, about a
+ * round earlier: its worth is the mean rate λ̄(h) over the round ending at h (the past hours as observed, the coming
+ * ones as forecast). Under Σ r = A − L the lag of those changes is least at r(h) ∝ √λ̄(h) (the square-root law, as
+ * for the sweeps), so the current hour's share of what live work leaves is √λ̄(0) / Σ_k √λ̄(k), and the hour spends
+ * its live forecast plus that share, evenly within it.
+ *
+ * With a short round (a large allowance, few open tickets) λ̄ is the hour's own rate, and re-reads follow the working
+ * hours: a greedy background instead spent whatever slots freed, and nights and weekends, where the sweeps are sparse,
+ * took nearly all of it (on the `small` workload 2,630 re-reads in a week off-hours against 66 in working hours). With
+ * a long round (the `standard` workload's ~1,000 open tickets at ~30 re-reads an hour) the pace is nearly even.
+ *
+ * The shares rest on a forecast, and a slot saved for a busy hour that does not come is lost for good. When a round
+ * takes a day or more, a re-read finds about a day's changes whenever it is made, so saving for a busier hour gains
+ * little and risks much: an hour never spends less than the even share (A − L)/24, scaled by the round in days up to
+ * one. Pacing by the hour's own rate with no floor held revalidation to a trickle through a quiet night, a weekend or a
+ * holiday, whose every hour expected the activity back within the next, and the changes of the busy hours before it
+ * were never found (on `standard`, a mirror still not exact after 48 quiet hours).
  */
-function paced(now: number, A: number, fullHour: readonly HourForecast[], schedule: SweepSchedule): { spendBy(t: number): number; slotAt(n: number): number } {
+function paced(
+  now: number,
+  A: number,
+  open: number,
+  fullHour: readonly HourForecast[],
+  schedule: SweepSchedule,
+): { spendBy(t: number): number; slotAt(n: number): number } {
   const live = fullHour.reduce((s, h) => s + h.polls + h.details, 0);
-  const weights = fullHour.map((_, k) => Math.sqrt(schedule.rateAt(k)));
+  const perHour = Math.max(0, A - live) / HOURS_AHEAD;
+  const round = Math.min((HISTORY_BUCKETS * BUCKET_MS) / HOUR_MS, Math.max(1, Math.round(open / Math.max(1e-9, perHour))));
+  const weights = fullHour.map((_, k) => Math.sqrt(schedule.meanRateOver(k, round)));
   const total = weights.reduce((s, w) => s + w, 0);
   const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
-  const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * (weights[0]! / total);
+  // The floor: the even share, scaled by the round in days (up to one).
+  const floor = Math.min(1, round / HOURS_AHEAD) / HOURS_AHEAD;
+  const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * Math.max(weights[0]! / total, floor);
   return {
     /**
      * Requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass, not one per
