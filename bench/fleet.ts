@@ -8,7 +8,7 @@ import { quoteIdent } from '../src/db/connect.ts';
 import { startSimulator, createFleetActivityDriver, type FleetMutation } from '../src/simulator/index.ts';
 import { findPostgres } from './benchDatabase.ts';
 import { ChangeRecorder, type Change } from './changeRecorder.ts';
-import { analyseFleet, renderFleetMarkdown, type FleetRunFigures } from './fleetAnalysis.ts';
+import { analyseFleet, renderFleetMarkdown, targetsOf, type AnalyseInput, type FleetRunFigures } from './fleetAnalysis.ts';
 import { accountName, accountToken, announceAll, benchDatabaseUrl, FLEET_SCHEMA, provision } from './fleetSetup.ts';
 import { ProcessSampler } from './procStats.ts';
 import { SMALL } from './workload.ts';
@@ -26,6 +26,7 @@ import { SMALL } from './workload.ts';
  * `--settle M` (half the run): the list-visible lag is also given over the changes made at least M minutes before the
  * end, which a sweep had time to see; a control run with the same M is compared on that. `--database NAME`
  * (tm_fleet_bench): the bench database, so that a control run can run beside the fleet.
+ * `--rescore FILE --single-from CONTROL`: recomputes a run's targets against a control run made beside it.
  * `--provision-only`: migrate and register, then stop (the account schemas are kept for the next run). Writes
  * bench/fleet-results.json and prints the README's table.
  */
@@ -54,6 +55,21 @@ const REPLIES = Math.min(50, ACCOUNTS);
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const BIN = fileURLToPath(new URL('../bin/ticket-mirror.js', import.meta.url));
 const log = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
+
+// `--rescore FILE --single-from CONTROL`: a run's targets again, against a control run made beside it.
+const rescoreAt = args.indexOf('--rescore');
+if (rescoreAt >= 0) {
+  const file = args[rescoreAt + 1]!;
+  const { targets: _old, ...figures } = JSON.parse(readFileSync(file, 'utf8')) as FleetRunFigures;
+  const single = singleAccountFigure();
+  figures.listLag.singleAccountP95Ms = single.listP95Ms;
+  figures.listLag.singleAccountSource = single.source;
+  figures.listLag.singleAccountSettled = single.settleMs === undefined ? null : { p95Ms: single.settledP95Ms ?? null, settleMs: single.settleMs };
+  const rescored: FleetRunFigures = { ...figures, targets: targetsOf(figures) };
+  writeFileSync(file, `${JSON.stringify(rescored, null, 2)}\n`);
+  process.stdout.write(`${renderFleetMarkdown(rescored)}\n`);
+  process.exit(0);
+}
 
 const baseUrl = await findPostgres();
 if (!baseUrl) throw new Error('bench:fleet needs PostgreSQL (DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432)');
@@ -244,7 +260,7 @@ async function dbStats(client: pg.Client): Promise<{ at: number; xacts: number; 
  * which every account has a slot of its own (`--workers 1 --concurrency N --accounts N`: no account waits for another,
  * as with one `run` each), same workload and minutes; else the single-account bench's small workload (bench/results.json).
  */
-function singleAccountFigure(): { listP95Ms: number | null; source: string } {
+function singleAccountFigure(): AnalyseInput['singleAccount'] {
   const from = args.indexOf('--single-from');
   if (from >= 0) {
     const control = JSON.parse(readFileSync(args[from + 1]!, 'utf8')) as FleetRunFigures;
