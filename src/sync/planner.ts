@@ -35,8 +35,8 @@ import type { BudgetSnapshot } from './budget.ts';
  *    change), most likely changed first: see db/repos/work.ts. After the backfill it is paced with the activity, at a
  *    rate ∝ √λ̄(h), λ̄ the mean rate over the round of the open tickets that ends at h (see `paced`): the detail-only
  *    changes come when the list changes do, and a re-read finds those made since the ticket's last read. A detail
- *    read within the current sweep interval is not re-read (`revalidateMinAgeMs`): within it the sweeps find what the lists show, and re-reading faster buys
- *    nothing; an idle plan wakes when the stalest detail reaches that age.
+ *    read within the current sweep interval is not re-read (`revalidateMinAgeMs`): within it the sweeps find what the
+ *    lists show, and re-reading faster buys nothing; an idle plan wakes when the stalest detail reaches that age.
  *
  * ## Pacing in a rolling window
  * A request sent now frees its slot 24 h later, and the slots that free up in the coming hours are those used in the
@@ -314,8 +314,6 @@ interface HourForecast {
 interface SweepSchedule {
   /** Sweep interval (minutes) in the clock hour `hoursAhead` from the current one. */
   intervalAt(hoursAhead: number): number;
-  /** List changes per hour expected in the clock hour `hoursAhead` from the current one (λ). */
-  rateAt(hoursAhead: number): number;
   /**
    * The mean λ over the `span` clock hours ending with the one `hoursAhead` from the current one: the hours before
    * the current one as observed (those not observed left out), the rest as expected.
@@ -398,16 +396,15 @@ function sweepSchedule(
   const maxSweep = Math.max(minSweep, POLICY.maxSweepStretch * evenSweep);
   const interval = (lambda: number) =>
     stretchTo(clamp(((60 * dayWeight) / (sweepsPerDay * lambda ** POLICY.rateExponent)) * stretch, minSweep, maxSweep), sustain, evenSweep);
-  const ahead = Array.from({ length: HOURS_AHEAD }, (_, k) => expected(k));
-  const observed = new Map<number, number | null>();
+  // λ of a clock hour relative to the current one: observed before it (null when not observed), expected from it on;
+  // each computed once, as the rounds of the 24 hours ahead overlap.
+  const rates = new Map<number, number | null>();
   const rateIn = (hoursAhead: number): number | null => {
-    if (hoursAhead >= 0) return ahead[hoursAhead] ?? expected(hoursAhead);
-    if (!observed.has(hoursAhead)) observed.set(hoursAhead, hourRate(hourNow + hoursAhead));
-    return observed.get(hoursAhead)!;
+    if (!rates.has(hoursAhead)) rates.set(hoursAhead, hoursAhead >= 0 ? expected(hoursAhead) : hourRate(hourNow + hoursAhead));
+    return rates.get(hoursAhead)!;
   };
   return {
     intervalAt: (hoursAhead) => interval(expected(hoursAhead)),
-    rateAt: (hoursAhead) => ahead[hoursAhead] ?? expected(hoursAhead),
     meanRateOver: (hoursAhead, span) => {
       let sum = 0;
       let n = 0;
@@ -417,7 +414,7 @@ function sweepSchedule(
         sum += Math.max(POLICY.minChangesPerHour, r);
         n++;
       }
-      return n > 0 ? sum / n : rateIn(hoursAhead)!;
+      return n > 0 ? sum / n : expected(hoursAhead);
     },
     liveForecast: (at, nextSweepAt) =>
       Array.from({ length: HOURS_AHEAD }, (_, k) => {
