@@ -8,7 +8,7 @@ import { quoteIdent } from '../src/db/connect.ts';
 import { startSimulator, createFleetActivityDriver, type FleetMutation } from '../src/simulator/index.ts';
 import { findPostgres } from './benchDatabase.ts';
 import { ChangeRecorder, type Change } from './changeRecorder.ts';
-import { analyseFleet, renderFleetMarkdown, targetsOf, type AnalyseInput, type FleetRunFigures } from './fleetAnalysis.ts';
+import { analyseFleet, renderFleetMarkdown, singleAccountFields, targetsOf, type AnalyseInput, type FleetRunFigures } from './fleetAnalysis.ts';
 import { accountName, accountToken, announceAll, benchDatabaseUrl, FLEET_SCHEMA, provision } from './fleetSetup.ts';
 import { ProcessSampler } from './procStats.ts';
 import { SMALL } from './workload.ts';
@@ -40,6 +40,14 @@ const num = (name: string, fallback: number) => {
   if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} needs a number ≥ 0`);
   return n;
 };
+/** The value after `--name`, or null when the flag is absent; a flag with no value (or another flag after it) is refused. */
+const str = (name: string): string | null => {
+  const at = args.indexOf(`--${name}`);
+  if (at < 0) return null;
+  const value = args[at + 1];
+  if (value === undefined || value.startsWith('--')) throw new Error(`--${name} needs a value`);
+  return value;
+};
 const ACCOUNTS = num('accounts', quick ? 60 : 1_000);
 const REGISTERED = Math.max(ACCOUNTS, num('registered', quick ? 600 : 10_000));
 const WORKERS = num('workers', 3);
@@ -57,15 +65,12 @@ const BIN = fileURLToPath(new URL('../bin/ticket-mirror.js', import.meta.url));
 const log = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
 
 // `--rescore FILE --single-from CONTROL`: a run's targets again, against a control run made beside it.
-const rescoreAt = args.indexOf('--rescore');
-if (rescoreAt >= 0) {
-  const file = args[rescoreAt + 1]!;
+const rescoring = str('rescore');
+if (rescoring !== null) {
+  const file = rescoring;
   const { targets: _old, ...figures } = JSON.parse(readFileSync(file, 'utf8')) as FleetRunFigures;
-  const single = singleAccountFigure();
-  figures.listLag.singleAccountP95Ms = single.listP95Ms;
-  figures.listLag.singleAccountSource = single.source;
-  figures.listLag.singleAccountSettled = single.settleMs === undefined ? null : { p95Ms: single.settledP95Ms ?? null, settleMs: single.settleMs };
-  const rescored: FleetRunFigures = { ...figures, targets: targetsOf(figures) };
+  const scored = { ...figures, listLag: { ...figures.listLag, ...singleAccountFields(singleAccountFigure()) } };
+  const rescored: FleetRunFigures = { ...scored, targets: targetsOf(scored) };
   writeFileSync(file, `${JSON.stringify(rescored, null, 2)}\n`);
   process.stdout.write(`${renderFleetMarkdown(rescored)}\n`);
   process.exit(0);
@@ -73,8 +78,7 @@ if (rescoreAt >= 0) {
 
 const baseUrl = await findPostgres();
 if (!baseUrl) throw new Error('bench:fleet needs PostgreSQL (DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432)');
-const dbAt = args.indexOf('--database');
-const url = await benchDatabaseUrl(baseUrl, dbAt >= 0 ? args[dbAt + 1]! : undefined);
+const url = await benchDatabaseUrl(baseUrl, str('database') ?? undefined);
 const rates = Object.fromEntries(Object.entries(SMALL.ratesPerDay).map(([op, r]) => [op, r * SCALE])) as typeof SMALL.ratesPerDay;
 
 const sim = await startSimulator({
@@ -243,8 +247,7 @@ log(`wrote ${file}`);
 process.exit(0);
 
 function outFile(): string {
-  const outAt = args.indexOf('--out');
-  return outAt >= 0 ? args[outAt + 1]! : quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`;
+  return str('out') ?? (quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`);
 }
 
 /** Transactions and rows the whole bench database saw (pg_stat_database): the engine's overhead with the sync's. */
@@ -261,13 +264,13 @@ async function dbStats(client: pg.Client): Promise<{ at: number; xacts: number; 
  * as with one `run` each), same workload and minutes; else the single-account bench's small workload (bench/results.json).
  */
 function singleAccountFigure(): AnalyseInput['singleAccount'] {
-  const from = args.indexOf('--single-from');
-  if (from >= 0) {
-    const control = JSON.parse(readFileSync(args[from + 1]!, 'utf8')) as FleetRunFigures;
+  const from = str('single-from');
+  if (from !== null) {
+    const control = JSON.parse(readFileSync(from, 'utf8')) as FleetRunFigures;
     return {
       listP95Ms: control.listLag.p95Ms,
       ...(control.listLag.settled ? { settledP95Ms: control.listLag.settled.p95Ms, settleMs: control.listLag.settled.settleMs } : {}),
-      source: `control run: ${control.config.accounts} accounts, each with a slot of its own, ${control.config.minutes} min (${args[from + 1]})`,
+      source: `control run: ${control.config.accounts} accounts, each with a slot of its own, ${control.config.minutes} min (${from})`,
     };
   }
   try {

@@ -270,10 +270,7 @@ export async function analyseFleet(i: AnalyseInput): Promise<FleetRunFigures> {
         p95Ms: quantile(settledLags.map(Math.abs), 0.95),
         accountP95: { p50Ms: quantile(settledAccountP95s, 0.5) },
       },
-      singleAccountP95Ms: i.singleAccount.listP95Ms,
-      singleAccountSettled:
-        i.singleAccount.settleMs === undefined ? null : { p95Ms: i.singleAccount.settledP95Ms ?? null, settleMs: i.singleAccount.settleMs },
-      singleAccountSource: i.singleAccount.source,
+      ...singleAccountFields(i.singleAccount),
     },
     kill,
     overlaps,
@@ -329,6 +326,17 @@ export function targetsOf(f: Omit<FleetRunFigures, 'targets'>): FleetRunFigures[
     met: exits.every((w) => w.exit!.code === 0 && w.exit!.ms <= 10_000),
   });
   return t;
+}
+
+/** The single-account figure's fields of `listLag`: at a run's analysis, and when it is scored again (`--rescore`). */
+export function singleAccountFields(
+  single: AnalyseInput['singleAccount'],
+): Pick<FleetRunFigures['listLag'], 'singleAccountP95Ms' | 'singleAccountSettled' | 'singleAccountSource'> {
+  return {
+    singleAccountP95Ms: single.listP95Ms,
+    singleAccountSettled: single.settleMs === undefined ? null : { p95Ms: single.settledP95Ms ?? null, settleMs: single.settleMs },
+    singleAccountSource: single.source,
+  };
 }
 
 /**
