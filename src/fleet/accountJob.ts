@@ -115,6 +115,12 @@ async function runPass(c: JobContext, account: Account, lease: Lease): Promise<P
     run.interrupted = c.hardStop.aborted;
     return run;
   }
+  if (lease.lost.aborted) {
+    // The lock went while the runtime was opened (a database migrated, say): no request without it.
+    run.interrupted = true;
+    c.cache.release(rt);
+    return run;
+  }
   const runtime = rt;
   const cut = () => runtime.abort.abort(lease.lost.reason);
   lease.lost.addEventListener('abort', cut, { once: true });
