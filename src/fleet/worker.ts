@@ -197,6 +197,8 @@ class Worker implements FleetWorker {
       // All asked for came: more may be due (unless no slot is left, then a freed one wakes the loop).
       if (fetched > 0 && fetched === free && this.#running.size < this.concurrency) continue;
       await new Promise<void>((resolve) => {
+        // A stop that came while the fetch was out would otherwise wait here for the whole interval.
+        if (signal.aborted) return resolve();
         const timer = setTimeout(done, this.#running.size < this.concurrency ? this.timing.pollIntervalMs : 60_000);
         function done() {
           clearTimeout(timer);
