@@ -131,7 +131,10 @@ export async function waitUntil(what: string, check: () => Promise<boolean> | bo
     if (performance.now() - started > timeoutMs) {
       throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}${run ? `; its log:\n${run.output().slice(-4000)}` : ''}`);
     }
-    if (run && run.child.exitCode !== null) throw new Error(`the process exited (${run.child.exitCode}) before ${what}; its log:\n${run.output().slice(-4000)}`);
+    // Killed by a signal (SIGKILL, the OOM killer, a V8 abort), it has exitCode null and signalCode set.
+    if (run && (run.child.exitCode !== null || run.child.signalCode !== null)) {
+      throw new Error(`the process exited (${run.child.exitCode ?? run.child.signalCode}) before ${what}; its log:\n${run.output().slice(-4000)}`);
+    }
     await sleep(100);
   }
   return performance.now() - started;

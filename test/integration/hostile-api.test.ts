@@ -92,7 +92,7 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
       () => null,
       (error: unknown) => error,
     );
-    await vi.waitFor(() => expect(m.sim.log).toHaveLength(1));
+    await vi.waitFor(() => expect(m.sim.log).toHaveLength(1), { timeout: 10_000, interval: 20 });
     const ledger = () => queryRows<{ path: string; kind: string; status: number | null; duration_ms: number | null }>(m.db, sql`select path, kind, status, duration_ms from api_requests`);
     // The answer has not come: the row is there already, without an outcome.
     expect(await ledger()).toEqual([{ path: '/api/v1/tickets', kind: 'list_open', status: null, duration_ms: null }]);

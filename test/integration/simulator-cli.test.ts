@@ -13,7 +13,7 @@ describe('runSimulatorCommand', () => {
     const stop = new AbortController();
     try {
       const running = runSimulatorCommand({ port: 0, seed: 2, signal: stop.signal });
-      await vi.waitFor(() => expect(lines.join('')).toMatch(/api http/));
+      await vi.waitFor(() => expect(lines.join('')).toMatch(/api http/), { timeout: 20_000, interval: 50 });
       const [, url, storage, token] = /api (\S+)\s+storage (\S+)\s+token (\S+)/.exec(lines.join(''))!;
       expect(storage).not.toBe(url);
       const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
