@@ -46,8 +46,9 @@ import type { BudgetSnapshot } from './budget.ts';
  * with a 20 % margin, and the slots of the details one sweep may bring. The current hour counts only what is still to
  * come in it (the sweeps due before it ends, the rest of its details): what it sent is already in the window, and
  * counting it twice held back, in a full window, a whole hour of slots from the details a list asked for. Each hour is
- * checked at its start (its first sweep needs its slots at once) and at its end with the slots it frees. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the last
- * two hours fell short of theirs (a quiet spell the history did not foresee; its effect fades over 12 hours).
+ * checked at its start (its first sweep needs its slots at once) and at its end with the slots it frees. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the recent
+ * past fell short of theirs (a quiet spell the history did not foresee): by the last two hours' shortfall, fading over
+ * 12 hours, and by the last day's, fading over a day.
  * Background keeps a share of A — 35 % while the backfill runs, afterwards revalidation's part of F (what no list
  * shows must come round too) — and when details and background both wait, background gets its share of what is free,
  * rounded down (a single free slot goes to the detail a list asked for). Nothing idles that live work will not need;
@@ -82,7 +83,7 @@ export const POLICY = {
   minChangesPerHour: 0.5,
   /** Live details a list change brings: a changed ticket usually shows in two lists. */
   detailsPerChange: 0.5,
-  /** A quiet spell's effect on the forecast fades over this many hours; changes added to both sides of its ratio. */
+  /** The last two hours' shortfall fades over this many hours; changes added to both sides of its ratio (per two hours). */
   quietSpellHours: 12,
   quietSpellSlack: 2,
   /** Margin on the forecast live demand. */
@@ -329,8 +330,8 @@ interface SweepSchedule {
 
 /**
  * The sweep schedule from the activity history. λ(h), the list changes per hour expected in the clock hour h hours from
- * the current one, is the highest of: that hour yesterday, that hour a week ago, and (for the current hour) the current
- * or the last half hour; the history's part lowered by a quiet spell it did not foresee. T(λ) = c·λ^−α, with c such
+ * the current one, is that hour a week ago (yesterday without a week of history), or for the current hour the current or
+ * the last half hour if busier; the history's part lowered by a quiet spell it did not foresee. T(λ) = c·λ^−α, with c such
  * that the busiest of the last seven days (per its own hourly rates) would have used `pollBudget` polls; stretched
  * when the last 24 h already used more than their share.
  */
@@ -353,23 +354,35 @@ function sweepSchedule(
     return a === null || b === null ? null : (a + b) / 2;
   };
   const recent = h.firstPollAt === null ? null : 2 * Math.max(h.changes[0] ?? 0, known(1) ? h.changes[1]! : 0);
-  // A quiet spell the history did not foresee (a holiday, activity that stopped) lowers the forecast: by how much the
-  // last two hours fell short of what the same hours a week ago (or yesterday) saw, back to the history over 12 hours.
-  // Otherwise slots stay reserved for changes that do not come, and revalidation starves.
-  let lately = 0;
-  let foreseen = 0;
-  for (let k = 1; k <= 4; k++) {
-    const observed = changesIn(k);
-    if (observed === null) continue;
-    lately += observed;
-    foreseen += changesIn(k + 7 * BUCKETS_PER_DAY) ?? changesIn(k + BUCKETS_PER_DAY) ?? observed;
-  }
-  const shortfall = Math.min(1, (lately + POLICY.quietSpellSlack) / (foreseen + POLICY.quietSpellSlack));
+  // A quiet spell the history did not foresee (a holiday, activity that stopped) lowers the forecast, by how much the
+  // recent past fell short of what the same hours a week ago (or yesterday) saw: the last two hours, back to the history
+  // over 12 hours; the last day, back over a day. Otherwise slots stay reserved for changes that do not come, and
+  // revalidation starves: with the two hours alone, a quiet working day's evening, quiet a week ago too, brought the
+  // next day's busy forecast back whole, and a quiet Monday and Tuesday re-read at a third of the allowance.
+  const shortfallOver = (buckets: number): number => {
+    let lately = 0;
+    let foreseen = 0;
+    for (let k = 1; k <= buckets; k++) {
+      const observed = changesIn(k);
+      if (observed === null) continue;
+      lately += observed;
+      foreseen += changesIn(k + 7 * BUCKETS_PER_DAY) ?? changesIn(k + BUCKETS_PER_DAY) ?? observed;
+    }
+    const slack = (POLICY.quietSpellSlack * buckets) / 4;
+    return Math.min(1, (lately + slack) / (foreseen + slack));
+  };
+  const shortHours = shortfallOver(4);
+  const shortDay = shortfallOver(BUCKETS_PER_DAY);
+  const lowered = (hoursAhead: number): number =>
+    Math.min(
+      shortHours + (1 - shortHours) * Math.min(1, hoursAhead / POLICY.quietSpellHours),
+      shortDay + (1 - shortDay) * Math.min(1, hoursAhead / HOURS_AHEAD),
+    );
   const expected = (hoursAhead: number): number => {
     const hour = hourNow + hoursAhead;
     // A week's rhythm repeats: the same hour a week ago is the best guess; without a week of history, yesterday's.
     const history = hourRate(hour - 168) ?? hourRate(hour - 24);
-    const past = history === null ? null : history * (shortfall + (1 - shortfall) * Math.min(1, hoursAhead / POLICY.quietSpellHours));
+    const past = history === null ? null : history * lowered(hoursAhead);
     const seen = [past, hoursAhead === 0 ? recent : null].filter((r): r is number => r !== null);
     return Math.max(POLICY.minChangesPerHour, seen.length > 0 ? Math.max(...seen) : POLICY.priorChangesPerHour);
   };

@@ -317,8 +317,11 @@ function rhythmLoop(days: number, busy: number, { open = 500, quietFrom = Infini
   let firstPollAt: number | null = null;
   let lastSweep: number | null = null;
   let carry = 0;
+  // requests only grows, in order: the window's first request moves on.
+  let windowStart = 0;
   for (let now = start; now < start + days * DAY_MS; now += MIN) {
-    const inWindow = requests.filter((t) => t > now - DAY_MS);
+    while (windowStart < requests.length && requests[windowStart]! <= now - DAY_MS) windowStart++;
+    const inWindow = requests.slice(windowStart);
     const bucketNow = Math.floor(now / BUCKET_MS);
     const hourNow = Math.floor(now / HOUR);
     const freeing = new Array<number>(24).fill(0);
@@ -419,5 +422,17 @@ describe('planPass: revalidation follows the changes a re-read can find (the mea
     // The quiet night (pacing by the hour's own rate spent half the day's pace in it), then the morning that stays quiet.
     expect(quiet(quietFrom, 14)).toBeGreaterThanOrEqual(0.8 * day2PerHour);
     expect(quiet(quietFrom + 14 * HOUR, 10)).toBeGreaterThanOrEqual(0.8 * day2PerHour);
+  });
+
+  it('after a working day that stayed quiet, the next day\'s forecast is lowered too, and re-reads take what it frees', () => {
+    // A week of busy working days (a full window: few re-reads on a working day), then one that never starts, a holiday
+    // the history did not foresee. Its evening was quiet a week ago too: the last two hours alone no longer fall short
+    // of the history by then, and brought the next day's busy forecast back whole (17 re-reads an hour over the day).
+    const startDay = Date.UTC(2026, 0, 5, 0, 0, 0);
+    const quietFrom = startDay + 7 * DAY_MS + 8 * HOUR;
+    const { revalidations } = rhythmLoop(9, 6, { quietFrom });
+    const perHour = (from: number, hours: number) => revalidations.filter((t) => t >= from && t < from + hours * HOUR).length / hours;
+    expect(perHour(startDay + 6 * DAY_MS, 24)).toBeLessThan(0.1 * (A / 24));
+    expect(perHour(quietFrom, 24)).toBeGreaterThanOrEqual(0.4 * (A / 24));
   });
 });
