@@ -229,7 +229,8 @@ async function record(c: JobContext, job: PassJob, account: Account, pass: PassR
   // Fairness: a pass for a list that falls due (or a reply) goes before background work (a backfill's next slice) that
   // is due as long or longer; pg-boss fetches by priority, then by age.
   // A background successor carries when its list falls due: the queue raises it to live then (jobQueue.promote).
-  const live = woken !== undefined || handedBack || (pass.liveAt !== null && pass.liveAt <= now + delayMs + SECOND_MS);
+  // An interrupted pass (its lock lost, a hard stop) did not do its live work either.
+  const live = woken !== undefined || handedBack || pass.interrupted || (pass.liveAt !== null && pass.liveAt <= now + delayMs + SECOND_MS);
   const liveInMs = !live && pass.liveAt !== null ? pass.liveAt - now : undefined;
   await c.queue.finish(job, {
     outcome: row,

@@ -8,7 +8,7 @@ import { openFleetDatabase, type FleetDatabase } from '../../src/db/fleet.ts';
 import { getAccount, insertAccount } from '../../src/db/repos/accounts.ts';
 import { runAccountJob, type JobContext } from '../../src/fleet/accountJob.ts';
 import { RuntimeCache } from '../../src/fleet/accountRuntime.ts';
-import { JobQueue, jobsSchemaOf } from '../../src/fleet/jobQueue.ts';
+import { JobQueue, jobsSchemaOf, LIVE_PRIORITY } from '../../src/fleet/jobQueue.ts';
 import { LockSession } from '../../src/fleet/lockSession.ts';
 import { fleetTiming } from '../../src/fleet/timing.ts';
 import { parseFleetKey, sealToken } from '../../src/fleet/tokenSeal.ts';
@@ -110,8 +110,8 @@ describe.skipIf(!postgresUrl)('a fleet job whose lock is lost before its pass st
       lastError: before.lastError,
       notBefore: before.notBefore,
     });
-    // Handed back: its successor is due now, for whichever worker fetches it first.
+    // Handed back: its successor is due now, for whichever worker fetches it first, ahead of background work.
     const [next] = await queue.fetch(1);
-    expect(next?.account).toBe('acme');
+    expect(next).toMatchObject({ account: 'acme', priority: LIVE_PRIORITY });
   });
 });
