@@ -3,6 +3,7 @@ import { mkdirSync, createWriteStream, readFileSync, writeFileSync } from 'node:
 import { basename } from 'node:path';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { quoteIdent } from '../src/db/connect.ts';
 import { startSimulator, createFleetActivityDriver, type FleetMutation } from '../src/simulator/index.ts';
@@ -31,22 +32,35 @@ import { SMALL } from './workload.ts';
  * bench/fleet-results.json and prints the README's table.
  */
 
-const args = process.argv.slice(2);
-const quick = args.includes('--quick');
-const num = (name: string, fallback: number) => {
-  const at = args.indexOf(`--${name}`);
-  if (at < 0) return fallback;
-  const n = Number(args[at + 1]);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} needs a number ≥ 0`);
+// node:util's parser, strict: an unknown flag (`--minute 60`) or a flag without its value is refused, not ignored.
+const { values: opts } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    'provision-only': { type: 'boolean', default: false },
+    accounts: { type: 'string' },
+    registered: { type: 'string' },
+    workers: { type: 'string' },
+    concurrency: { type: 'string' },
+    minutes: { type: 'string' },
+    'kill-at': { type: 'string' },
+    'activity-scale': { type: 'string' },
+    settle: { type: 'string' },
+    out: { type: 'string' },
+    database: { type: 'string' },
+    rescore: { type: 'string' },
+    'single-from': { type: 'string' },
+  },
+  strict: true,
+  allowPositionals: false,
+});
+const quick = opts.quick;
+type NumberFlag = 'accounts' | 'registered' | 'workers' | 'concurrency' | 'minutes' | 'kill-at' | 'activity-scale' | 'settle';
+const num = (name: NumberFlag, fallback: number) => {
+  const value = opts[name];
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`--${name} needs a number ≥ 0`);
   return n;
-};
-/** The value after `--name`, or null when the flag is absent; a flag with no value (or another flag after it) is refused. */
-const str = (name: string): string | null => {
-  const at = args.indexOf(`--${name}`);
-  if (at < 0) return null;
-  const value = args[at + 1];
-  if (value === undefined || value.startsWith('--')) throw new Error(`--${name} needs a value`);
-  return value;
 };
 const ACCOUNTS = num('accounts', quick ? 60 : 1_000);
 const REGISTERED = Math.max(ACCOUNTS, num('registered', quick ? 600 : 10_000));
@@ -65,8 +79,8 @@ const BIN = fileURLToPath(new URL('../bin/ticket-mirror.js', import.meta.url));
 const log = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
 
 // `--rescore FILE --single-from CONTROL`: a run's targets again, against a control run made beside it.
-const rescoring = str('rescore');
-if (rescoring !== null) {
+const rescoring = opts.rescore;
+if (rescoring !== undefined) {
   const file = rescoring;
   const { targets: _old, ...figures } = JSON.parse(readFileSync(file, 'utf8')) as FleetRunFigures;
   const scored = { ...figures, listLag: { ...figures.listLag, ...singleAccountFields(singleAccountFigure()) } };
@@ -78,7 +92,7 @@ if (rescoring !== null) {
 
 const baseUrl = await findPostgres();
 if (!baseUrl) throw new Error('bench:fleet needs PostgreSQL (DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432)');
-const url = await benchDatabaseUrl(baseUrl, str('database') ?? undefined);
+const url = await benchDatabaseUrl(baseUrl, opts.database);
 const rates = Object.fromEntries(Object.entries(SMALL.ratesPerDay).map(([op, r]) => [op, r * SCALE])) as typeof SMALL.ratesPerDay;
 
 const sim = await startSimulator({
@@ -95,7 +109,7 @@ log(
     `${REGISTERED} accounts registered in ${setup.registerSeconds.toFixed(1)} s; views over ${ACCOUNTS} schemas rebuilt in ${setup.viewsRefreshSeconds.toFixed(1)} s`,
 );
 
-if (args.includes('--provision-only')) {
+if (opts['provision-only']) {
   await setup.fleet.close();
   await sim.close();
   process.exit(0);
@@ -247,7 +261,7 @@ log(`wrote ${file}`);
 process.exit(0);
 
 function outFile(): string {
-  return str('out') ?? (quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`);
+  return opts.out ?? (quick ? `${HERE}tmp/fleet-results.quick.json` : `${HERE}fleet-results.json`);
 }
 
 /** Transactions and rows the whole bench database saw (pg_stat_database): the engine's overhead with the sync's. */
@@ -264,8 +278,8 @@ async function dbStats(client: pg.Client): Promise<{ at: number; xacts: number; 
  * as with one `run` each), same workload and minutes; else the single-account bench's small workload (bench/results.json).
  */
 function singleAccountFigure(): AnalyseInput['singleAccount'] {
-  const from = str('single-from');
-  if (from !== null) {
+  const from = opts['single-from'];
+  if (from !== undefined) {
     const control = JSON.parse(readFileSync(from, 'utf8')) as FleetRunFigures;
     return {
       listP95Ms: control.listLag.p95Ms,

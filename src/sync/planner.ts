@@ -46,9 +46,10 @@ import type { BudgetSnapshot } from './budget.ts';
  * with a 20 % margin, and the slots of the details one sweep may bring. The current hour counts only what is still to
  * come in it (the sweeps due before it ends, the rest of its details): what it sent is already in the window, and
  * counting it twice held back, in a full window, a whole hour of slots from the details a list asked for. Each hour is
- * checked at its start (its first sweep needs its slots at once) and at its end with the slots it frees. The forecast is the activity of the same hours a week ago (or yesterday), lowered when the recent
- * past fell short of theirs (a quiet spell the history did not foresee): by the last two hours' shortfall, fading over
- * 12 hours, and by the last day's, fading over a day.
+ * checked at its start (its first sweep needs its slots at once) and at its end with the slots it frees. The forecast
+ * is the activity of the same hours a week ago (or yesterday), lowered when the recent past fell short of theirs (a
+ * quiet spell the history did not foresee): by the last two hours' shortfall, fading over 12 hours, and by the last
+ * day's, fading over a day.
  * Background keeps a share of A — 35 % while the backfill runs, afterwards revalidation's part of F (what no list
  * shows must come round too) — and when details and background both wait, background gets its share of what is free,
  * rounded down (a single free slot goes to the detail a list asked for). Nothing idles that live work will not need;
@@ -83,7 +84,7 @@ export const POLICY = {
   minChangesPerHour: 0.5,
   /** Live details a list change brings: a changed ticket usually shows in two lists. */
   detailsPerChange: 0.5,
-  /** The last two hours' shortfall fades over this many hours; changes added to both sides of its ratio (per two hours). */
+  /** The last two hours' shortfall fades over this many hours; changes added to both sides of its ratio, per 2 h. */
   quietSpellHours: 12,
   quietSpellSlack: 2,
   /** Margin on the forecast live demand. */

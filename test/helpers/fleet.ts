@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import pg from 'pg';
+import type { Lease } from '../../src/daemon/leader.ts';
 import { openDatabase } from '../../src/db/connect.ts';
 import { openFleetDatabase, type FleetDatabase } from '../../src/db/fleet.ts';
 import { getAccount, insertAccount, type Account } from '../../src/db/repos/accounts.ts';
@@ -188,4 +189,9 @@ export function overlaps<T extends { start: number; end: number }>(intervals: T[
     for (let j = 0; j < i; j++) if (sorted[j]!.end > sorted[i]!.start) found.push([sorted[j]!, sorted[i]!]);
   }
   return found;
+}
+
+/** Settles when the lease is lost, whether that happened already or not (a listener added late would wait forever). */
+export function lostOf(lease: Lease): Promise<void> {
+  return new Promise((resolve) => (lease.lost.aborted ? resolve() : lease.lost.addEventListener('abort', () => resolve(), { once: true })));
 }

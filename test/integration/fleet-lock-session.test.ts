@@ -1,9 +1,10 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { syncLockKey, type Lease } from '../../src/daemon/leader.ts';
+import { syncLockKey } from '../../src/daemon/leader.ts';
 import { LockSession } from '../../src/fleet/lockSession.ts';
 import { createLogger } from '../../src/logger.ts';
 import { postgresUrl } from '../helpers/db.ts';
+import { lostOf } from '../helpers/fleet.ts';
 
 /**
  * A fleet worker's one session for its accounts' locks: the lock `run` takes, fenced between sessions and within one
@@ -23,9 +24,6 @@ describe.skipIf(!postgresUrl)('the lock session of a fleet worker', { timeout: 6
     clients.push(c);
     return c;
   };
-  /** Settles when the lease is lost, whether that happened already or not. */
-  const lostOf = (lease: Lease) =>
-    new Promise<void>((resolve) => (lease.lost.aborted ? resolve() : lease.lost.addEventListener('abort', () => resolve(), { once: true })));
   const schema = () => `tm_lock_${Math.random().toString(36).slice(2, 10)}`;
   afterEach(async () => {
     await Promise.all(sessions.splice(0).map((s) => s.close()));
