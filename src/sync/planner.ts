@@ -194,13 +194,19 @@ export function planPass(input: PlannerInput): Plan {
   const dailyLive = fullHour.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
   const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
   const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
-  const pollDemand = forecast.map((h) => h.polls * keep);
   const sweepCost = LIST_NAMES.length * keep;
   const liveDemand = forecast.map((h) => (h.polls + h.details) * keep);
 
   // 2. What the polls of the next 24 h will not need (until a slot used now frees again, nothing else refills the
   // window), for details: lists asked for some, background wants some.
-  const room = Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, pollDemand, sweepCost))));
+  const beside = (polls: readonly HourForecast[]) =>
+    Math.floor(Math.max(0, Math.min(minuteLeft, dailyLeft, headroom(dailyLeft, input.history.freeing, polls.map((h) => h.polls * keep), sweepCost))));
+  const room = beside(forecast);
+  // The details a list asked for are reserved behind the sweeps that will run: the stretched ones. Behind the
+  // unstretched forecast, a window still full from the backfill left them no room for hours while the stretched
+  // sweeps went on polling, and every change those sweeps found waited for the first slots to free.
+  const dueRoom =
+    schedule === unstretched ? room : beside(schedule.liveForecast(now, polls.length > 0 ? now + sweepMinutes * MINUTE_MS : nextSweepAt(input, sweepMinutes)));
   // What the hour may spend beyond its forecast live work (the hourly cap): background, and a backlog of details.
   const hourCap = (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length;
   // After the backfill and the first day, background is revalidation, and it is paced with the activity (`paced`).
@@ -220,8 +226,8 @@ export function planPass(input: PlannerInput): Plan {
   // down: never starved by a busy day, whatever the ledger says (its kinds are not needed). That backlog is beyond
   // what the forecast reserved slots for, so it keeps to the hourly cap as background does: spent in one burst (on a
   // first day, before the forecast has anything to go by) it would take the slots of the coming hours' polls.
-  const first = Math.min(input.dueCount, room, dueReserve);
-  const rest = room - first;
+  const first = Math.min(input.dueCount, dueRoom, dueReserve);
+  const rest = Math.max(0, room - first);
   const share = Math.min(1, floor / Math.max(1, A - pollBudget));
   const backlog = Math.min(input.dueCount - first, rest - Math.min(backgroundMay, Math.floor(rest * share)), Math.floor(hourCap) - first);
   const dueDetails = first + Math.max(0, backlog);
@@ -230,8 +236,9 @@ export function planPass(input: PlannerInput): Plan {
   // Revalidation only once some detail is old enough (see revalidateMinAgeMs): until then re-reading buys nothing.
   const oldest = input.oldestDetailAt;
   const revalidatable = oldest === undefined || (oldest !== null && oldest <= now - revalidateMinAgeMs);
-  const backfill = Math.min(backgroundMay, room - dueDetails, input.backfillCount);
-  const revalidate = revalidatable ? Math.max(0, Math.min(backgroundMay, room - dueDetails) - backfill) : 0;
+  const backgroundRoom = Math.max(0, room - dueDetails);
+  const backfill = Math.min(backgroundMay, backgroundRoom, input.backfillCount);
+  const revalidate = revalidatable ? Math.max(0, Math.min(backgroundMay, backgroundRoom) - backfill) : 0;
   const background = backfill + revalidate;
   const idle = polls.length + dueDetails + background === 0;
   return {

@@ -159,6 +159,31 @@ describe('planPass: pacing in the rolling window', () => {
     expect(going.due).toBeGreaterThan(0);
   });
 
+  it('in a window too short for the usual sweeps, the details a list asked for get what the stretched sweeps leave', () => {
+    // 14,400 a day; 4,000 of the 12,960 allowed left, none freeing for 9 h (a backfill just filled the window), in a
+    // working afternoon that the history expects busy until 22:00.
+    const big = { daily: 14_400, minute: 600, reserve: 0.1 };
+    const bucketNow = Math.floor(T0 / BUCKET_MS);
+    const hourOf = (k: number) => new Date((bucketNow - k) * BUCKET_MS).getUTCHours();
+    const rhythm = history({ changes: Array.from({ length: HISTORY_BUCKETS }, (_, k) => (hourOf(k) >= 8 && hourOf(k) < 22 ? 30 : 1)) });
+    const left = 4_000;
+    const window = sent(12_960 - left, T0 - 15 * HOUR, T0 - MIN);
+    const freeing = new Array<number>(24).fill(0);
+    for (const r of window) freeing[Math.floor((r.at + DAY_MS - T0) / HOUR)]! += 1;
+    const usual = planPass(input({ budget: budgetAt(big, [], T0), dueCount: 150, history: rhythm }));
+    const short = planPass(input({ budget: budgetAt(big, window, T0), dueCount: 150, history: { ...rhythm, freeing } }));
+    // The sweeps until slots free, with the live margin: the usual ones would take more than is left, so the plan
+    // stretches them, and they leave some slots.
+    const sweepsUntilFree = (minutes: number) => ((9 * 60) / minutes) * LIST_NAMES.length * POLICY.liveMargin;
+    expect(sweepsUntilFree(usual.sweepMinutes)).toBeGreaterThan(left);
+    expect(short.sweepMinutes).toBeGreaterThan(usual.sweepMinutes);
+    const leftBeside = left - sweepsUntilFree(short.sweepMinutes);
+    expect(leftBeside).toBeGreaterThan(0);
+    // Those slots go to the details (they were reserved for the unstretched sweeps, and the details waited 9 h), and no more.
+    expect(short.due).toBeGreaterThan(0);
+    expect(short.due + short.polls.length).toBeLessThanOrEqual(leftBeside);
+  });
+
   it('fetches the details a list asked for before background, as many as the hour brings, even in a quiet hour', () => {
     // 50 requests in the last minute: 4 slots left in it. Quiet history: revalidation's share of the room is ~100 %.
     // Half an hour in, when the hour's pace of revalidation has more than 2 to give.
