@@ -167,6 +167,20 @@ const TABLES: Readonly<Record<string, RelationDoc>> = {
       error: 'why the pass failed or ended early; null when it did not',
     },
   },
+  revalidation_learning: {
+    kind: 'table',
+    about:
+      "Bookkeeping: what revalidation (re-reading details for changes no list shows) has learnt, one row per class of ticket. The re-read order weights each class by found / expected relative to all classes'; counts decay with a time constant of a week.",
+    key: ['class'],
+    columns: {
+      class:
+        'class of ticket, 0-11: 0 in an active list (open, self, unassigned) else 6, plus 3 with unread messages, plus 0, 1 or 2 for its last activity (contact, update, creation) within 6 hours, within a day, or older or unknown',
+      reads: 're-reads of tickets of this class, decayed',
+      found: 'of those, re-reads that found the detail changed, decayed',
+      expected: 'what the fixed weights expected of those re-reads: each one\'s weight times the hours since the detail was last read, summed, decayed',
+      updated_at: i('the last re-read counted; the counts are decayed to this instant'),
+    },
+  },
   list_polls: {
     kind: 'table',
     about: 'Bookkeeping: one row per list poll that got a valid answer; the planner adapts each list\'s poll interval to how often it changes.',

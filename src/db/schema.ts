@@ -4,10 +4,12 @@ import {
   bigserial,
   boolean,
   check,
+  doublePrecision,
   index,
   integer,
   jsonb,
   pgTable,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -239,6 +241,19 @@ export const listPolls = pgTable(
   },
   (t) => [index('list_polls_list_idx').on(t.list, t.at)],
 );
+
+/**
+ * What revalidation has learnt of which details change unseen: per class of ticket (db/repos/work.ts
+ * `revalidationClass`), its re-reads, how many found a change, and how many the fixed weights expected, each decayed
+ * with a time constant of a week. Bookkeeping, a few rows: the re-read order weights each class by found / expected.
+ */
+export const revalidationLearning = pgTable('revalidation_learning', {
+  class: smallint('class').primaryKey(),
+  reads: doublePrecision('reads').notNull(),
+  found: doublePrecision('found').notNull(),
+  expected: doublePrecision('expected').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
 
 /**
  * The reporting settings of the daemon's configuration (REPORT_TIMEZONE, REPORT_BUSINESS_HOURS, REPORT_SLA_*), one row

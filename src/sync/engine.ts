@@ -6,7 +6,17 @@ import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/detai
 import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
-import { countWork, listStates, pickBackfill, pickDue, pickRevalidate, plannerHistory } from '../db/repos/work.ts';
+import {
+  countWork,
+  listStates,
+  pickBackfill,
+  pickDue,
+  pickRevalidate,
+  plannerHistory,
+  recordRevalidation,
+  revalidationMultipliers,
+  revalidationSample,
+} from '../db/repos/work.ts';
 import {
   coerceError,
   InvalidResponseError,
@@ -223,7 +233,11 @@ export class SyncEngine {
     const due = await pickDue(this.#o.db, now, dueLimit);
     const rest = plan.due + plan.backfill + plan.revalidate - due.length;
     const backfill = await pickBackfill(this.#o.db, now, Math.min(plan.backfill, rest));
-    const revalidate = await pickRevalidate(this.#o.db, now, Math.min(plan.revalidate, rest - backfill.length), plan.revalidateMinAgeMs);
+    const revalidateLimit = Math.min(plan.revalidate, rest - backfill.length);
+    const revalidate =
+      revalidateLimit > 0
+        ? await pickRevalidate(this.#o.db, now, revalidateLimit, plan.revalidateMinAgeMs, await revalidationMultipliers(this.#o.db))
+        : [];
     const jobs: Array<[string, RequestKind]> = [
       ...due.map((id): [string, RequestKind] => [id, 'detail']),
       ...backfill.map((id): [string, RequestKind] => [id, 'backfill']),
@@ -303,7 +317,13 @@ export class SyncEngine {
       const response = await this.client.detail(id, kind);
       const mapped = mapDetail(response.body, id);
       if (mapped.problems.length > 0) this.#o.logger.warn({ ticket: id, problems: mapped.problems }, 'odd values in a ticket detail');
-      const result = await db.transaction((tx) => writeDetail(tx, mapped, isoMicros(response.at), requestedAt));
+      const result = await db.transaction(async (tx) => {
+        // A re-read teaches the revalidation order whether it found a change (db/repos/work.ts), in the detail's transaction.
+        const sample = kind === 'revalidate' ? await revalidationSample(tx, id, response.at) : null;
+        const written = await writeDetail(tx, mapped, isoMicros(response.at), requestedAt);
+        if (sample) await recordRevalidation(tx, sample, written.changed, response.at);
+        return written;
+      });
       this.#transientStreak = 0;
       summary.detailsFetched++;
       if (result.changed) summary.ticketsChanged++;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LIST_NAMES } from '../../src/api/endpoints.ts';
-import { sql, type Db } from '../../src/db/connect.ts';
+import { queryRows, sql, type Db } from '../../src/db/connect.ts';
 import {
   countWork,
   listStates,
@@ -8,7 +8,11 @@ import {
   pickDue,
   pickRevalidate,
   plannerHistory,
+  recordRevalidation,
+  revalidationMultipliers,
+  revalidationSample,
 } from '../../src/db/repos/work.ts';
+import { neutralMultipliers } from '../../src/model/revalidation.ts';
 import { BUCKET_MS } from '../../src/model/plannerHistory.ts';
 import { isoMicros } from '../../src/time.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
@@ -185,7 +189,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
   });
   afterAll(() => database.destroy());
   beforeEach(async () => {
-    await db.execute(sql`truncate tickets, api_requests, list_polls restart identity cascade`);
+    await db.execute(sql`truncate tickets, api_requests, list_polls, revalidation_learning restart identity cascade`);
   });
 
   describe('countWork, pickDue and pickBackfill', () => {
@@ -298,6 +302,63 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         'read-1-min-ago',
         'resolved-read-1-min-ago',
       ]);
+    });
+
+    it('a class learnt to change unseen more often is re-read before the fixed weights would have it', async () => {
+      // Fixed weights: the idle open ticket read 3 h ago first (3 against 1.9 × 1.5 = 2.85).
+      await insertTickets(db, [
+        { id: 'a-idle', open: true, syncedAt: NOW - 3 * HOUR },
+        { id: 'b-unread', open: true, unread: true, syncedAt: NOW - 1.9 * HOUR },
+      ]);
+      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['a-idle', 'b-unread']);
+      expect(await pickRevalidate(db, NOW, 10, HOUR, neutralMultipliers())).toEqual(['a-idle', 'b-unread']);
+      // Re-reads of unread, long-idle open tickets (class 5) found a change every time; of read idle ones (class 2), never.
+      const unread = (await revalidationSample(db, 'b-unread', NOW))!;
+      const idle = (await revalidationSample(db, 'a-idle', NOW))!;
+      expect(unread.cls).toBe(5);
+      expect(idle.cls).toBe(2);
+      for (let i = 0; i < 20; i++) {
+        await recordRevalidation(db, unread, true, NOW - HOUR + i * MIN);
+        await recordRevalidation(db, idle, false, NOW - HOUR + i * MIN);
+      }
+      const learnt = await revalidationMultipliers(db);
+      expect(learnt[5]).toBeGreaterThan(1);
+      expect(learnt[2]).toBeLessThan(1);
+      expect(await pickRevalidate(db, NOW, 10, HOUR, learnt)).toEqual(['b-unread', 'a-idle']);
+    });
+
+    it('a sample is what the ticket looked like before its re-read: class and fixed weight × hours since read', async () => {
+      await insertTickets(db, [
+        { id: 'open-active', open: true, lastContactAt: NOW - HOUR, syncedAt: NOW - 2 * HOUR },
+        { id: 'resolved-unread-day', resolved: true, unread: true, updatedAt: NOW - 10 * HOUR, syncedAt: NOW - 4 * HOUR },
+        { id: 'no-activity', self: true, createdAt: null, syncedAt: NOW - HOUR },
+        { id: 'never-read', open: true },
+      ]);
+      const active = (await revalidationSample(db, 'open-active', NOW))!;
+      expect(active.cls).toBe(0);
+      expect(active.expected).toBeCloseTo(2 * (1 + 0.5 * Math.exp(-1 / 24)), 6);
+      const resolved = (await revalidationSample(db, 'resolved-unread-day', NOW))!;
+      expect(resolved.cls).toBe(6 + 3 + 1);
+      expect(resolved.expected).toBeCloseTo(4 * 0.005 * 1.5 * (1 + 0.5 * Math.exp(-10 / 24)), 6);
+      expect(await revalidationSample(db, 'no-activity', NOW)).toEqual({ cls: 2, expected: 1 });
+      expect(await revalidationSample(db, 'never-read', NOW)).toBeNull();
+      expect(await revalidationSample(db, 'no-such-ticket', NOW)).toBeNull();
+    });
+
+    it('the counts decay with a time constant of a week, and a re-read counted late does not move updated_at back', async () => {
+      const sample = { cls: 4, expected: 2 };
+      await recordRevalidation(db, sample, true, NOW - 7 * DAY);
+      await recordRevalidation(db, sample, false, NOW);
+      await recordRevalidation(db, sample, true, NOW - DAY);
+      const [row] = await queryRows<{ reads: number; found: number; expected: number; updated_at: string }>(
+        db,
+        sql`select reads, found, expected, updated_at from revalidation_learning where class = 4`,
+      );
+      // The week-old read decays by e^-1 at NOW; the late one (a day before NOW) is counted whole and leaves updated_at.
+      expect(Number(row!.reads)).toBeCloseTo(Math.exp(-1) + 1 + 1, 6);
+      expect(Number(row!.found)).toBeCloseTo(Math.exp(-1) + 1, 6);
+      expect(Number(row!.expected)).toBeCloseTo(2 * (Math.exp(-1) + 1 + 1), 6);
+      expect(new Date(String(row!.updated_at)).getTime()).toBe(NOW);
     });
 
     for (const { label, winner, loser } of RANKING_CASES) {

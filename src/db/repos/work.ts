@@ -2,6 +2,7 @@ import type { SQL } from 'drizzle-orm';
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
 import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../model/plannerHistory.ts';
 import { DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
+import { learnedMultipliers, neutralMultipliers } from '../../model/revalidation.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
@@ -95,26 +96,105 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
  * exact. A detail read within the last `minAgeMs` is never re-read (the planner derives it: `Plan.revalidateMinAgeMs`):
  * with a budget far larger than the mirror, revalidation would otherwise read the same few tickets on every pass.
  */
-export async function pickRevalidate(tx: Tx, now: number, limit: number, minAgeMs: number): Promise<string[]> {
+/**
+ * The fixed weights of a re-read, before learning: a ticket in an active list (open, self, unassigned) weighs 1, one
+ * only resolved 1/200; unread messages ×1.5; activity (last contact, update, creation) in the last day up to ×1.5,
+ * fading over a day. Times the staleness in hours, it is the re-read's expected worth (`expected` in
+ * revalidation_learning).
+ */
+function fixedWeight(at: string): SQL {
+  return sql`(case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
+    * (case when has_unread_messages then 1.5 else 1.0 end)
+    * (1.0 + (case when greatest(last_contact_at, updated_at, created_at) is null then 0.0
+        else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
+          - greatest(last_contact_at, updated_at, created_at)))) / ${seconds(DAY_MS)}) end))`;
+}
+
+/**
+ * The class a ticket's re-read is learnt in (0 … REVALIDATION_CLASSES − 1): in an active list or only resolved; unread
+ * messages or not; its last activity within 6 h, within a day, or older (or unknown).
+ */
+function revalidationClass(at: string): SQL {
+  return sql`((case when in_open or in_self or in_unassigned then 0 else 6 end)
+    + (case when has_unread_messages then 3 else 0 end)
+    + (case when greatest(last_contact_at, updated_at, created_at) is null then 2
+        when greatest(last_contact_at, updated_at, created_at) > ${at}::timestamptz - interval '6 hours' then 0
+        when greatest(last_contact_at, updated_at, created_at) > ${at}::timestamptz - interval '1 day' then 1
+        else 2 end))`;
+}
+
+/** Hours since the ticket's detail was read. */
+function staleHours(at: string): SQL {
+  return sql`(extract(epoch from (${at}::timestamptz - detail_synced_at)) / 3600.0)`;
+}
+
+/**
+ * Tickets whose detail may have changed with no list showing it, most likely changed first: the fixed weight times the
+ * staleness, times what the mirror has learnt of the ticket's class (`multipliers`, from revalidationMultipliers; all
+ * 1 reproduces the fixed order). Only details read at least `minAgeMs` ago.
+ */
+export async function pickRevalidate(
+  tx: Tx,
+  now: number,
+  limit: number,
+  minAgeMs: number,
+  multipliers: readonly number[] = neutralMultipliers(),
+): Promise<string[]> {
   if (limit <= 0) return [];
   const at = isoMicros(now);
+  const learnt = `{${multipliers.map((m) => (Number.isFinite(m) && m > 0 ? m : 1)).join(',')}}`;
   const rows = await queryRows<{ id: string }>(
     tx,
     sql`select id from tickets
         where detail_synced_at < ${isoMicros(now - minAgeMs)}::timestamptz and detail_due_since is null
           and ${fetchable(at)}
-        order by
-          extract(epoch from (${at}::timestamptz - detail_synced_at))
-          * (case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
-          * (case when has_unread_messages then 1.5 else 1.0 end)
-          * (1.0 + (case when greatest(last_contact_at, updated_at, created_at) is null then 0.0
-              else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
-                - greatest(last_contact_at, updated_at, created_at)))) / ${seconds(DAY_MS)}) end))
-          desc,
-          id
+        order by (${learnt}::float8[])[${revalidationClass(at)} + 1] * ${fixedWeight(at)} * ${staleHours(at)} desc, id
         limit ${limit}`,
   );
   return rows.map((r) => r.id);
+}
+
+/** A re-read about to be made: the ticket's class and its expected worth under the fixed weights (see fixedWeight). */
+export interface RevalidationSample {
+  cls: number;
+  expected: number;
+}
+
+/** The sample of a ticket's re-read, taken before its detail is written (which changes what it is computed from). */
+export async function revalidationSample(tx: Tx, id: string, at: number): Promise<RevalidationSample | null> {
+  const iso = isoMicros(at);
+  const [row] = await queryRows<{ cls: number; expected: number | string | null }>(
+    tx,
+    sql`select ${revalidationClass(iso)}::int as cls, (${fixedWeight(iso)} * greatest(0.0, ${staleHours(iso)}))::float8 as expected
+        from tickets where id = ${id} and detail_synced_at is not null`,
+  );
+  if (row === undefined || row.expected === null) return null;
+  return { cls: Number(row.cls), expected: Number(row.expected) };
+}
+
+/** Time constant of the learning's decay: what was seen a week ago counts e^−1 as much as what is seen now. */
+const LEARNING_DECAY_SECONDS = DAY_MS / SECOND_MS * 7;
+
+/** Adds one re-read to its class's counts, the older counts decayed to `at`; in the transaction that writes the detail. */
+export async function recordRevalidation(tx: Tx, sample: RevalidationSample, found: boolean, at: number): Promise<void> {
+  const decay = sql.raw(`exp(-greatest(0.0, extract(epoch from (excluded.updated_at - l.updated_at))) / ${LEARNING_DECAY_SECONDS}.0)`);
+  await tx.execute(sql`
+    insert into revalidation_learning as l (class, reads, found, expected, updated_at)
+    values (${sample.cls}, 1, ${found ? 1 : 0}, ${sample.expected}, ${isoMicros(at)})
+    on conflict (class) do update set
+      reads = l.reads * ${decay} + 1,
+      found = l.found * ${decay} + excluded.found,
+      expected = l.expected * ${decay} + excluded.expected,
+      updated_at = greatest(l.updated_at, excluded.updated_at)`);
+}
+
+/** Each class's learnt multiplier (see learnedMultipliers), from revalidation_learning. */
+export async function revalidationMultipliers(tx: Tx): Promise<number[]> {
+  const rows = await queryRows<{ class: number; found: number | string; expected: number | string }>(
+    tx,
+    sql`select class, found, expected from revalidation_learning`,
+  );
+  return learnedMultipliers(rows.map((r) => ({ cls: Number(r.class), found: Number(r.found), expected: Number(r.expected) })));
 }
 
 /** Each list's last successful poll. */
