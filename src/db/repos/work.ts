@@ -1,8 +1,8 @@
 import type { SQL } from 'drizzle-orm';
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
 import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../model/plannerHistory.ts';
-import { DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { learnedMultipliers, neutralMultipliers } from '../../model/revalidation.ts';
+import { DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
@@ -87,16 +87,6 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
 }
 
 /**
- * Details to re-read for changes no list shows, most likely changed first. A ticket's chance of holding an unseen
- * change grows with the time since its detail was read, at the rate the ticket changes: so the score is staleness ×
- * weight, the weight being higher for a ticket in an open list (resolved ones all but never change without a list
- * showing it: a reopening does), for an unread one (its customer is waiting and writes again, and a message on an
- * unread ticket changes nothing a list shows), and for one active in the last day or so (none when its activity is
- * unknown). The bonuses stay small (at most 2.25× together): every open ticket must come round, or the mirror is never
- * exact. A detail read within the last `minAgeMs` is never re-read (the planner derives it: `Plan.revalidateMinAgeMs`):
- * with a budget far larger than the mirror, revalidation would otherwise read the same few tickets on every pass.
- */
-/**
  * The fixed weights of a re-read, before learning: a ticket in an active list (open, self, unassigned) weighs 1, one
  * only resolved 1/200; unread messages ×1.5; activity (last contact, update, creation) in the last day up to ×1.5,
  * fading over a day. Times the staleness in hours, it is the re-read's expected worth (`expected` in
@@ -125,13 +115,20 @@ function revalidationClass(at: string): SQL {
 
 /** Hours since the ticket's detail was read. */
 function staleHours(at: string): SQL {
-  return sql`(extract(epoch from (${at}::timestamptz - detail_synced_at)) / 3600.0)`;
+  return sql`(extract(epoch from (${at}::timestamptz - detail_synced_at)) / ${seconds(HOUR_MS)})`;
 }
 
 /**
- * Tickets whose detail may have changed with no list showing it, most likely changed first: the fixed weight times the
- * staleness, times what the mirror has learnt of the ticket's class (`multipliers`, from revalidationMultipliers; all
- * 1 reproduces the fixed order). Only details read at least `minAgeMs` ago.
+ * Details to re-read for changes no list shows, most likely changed first. A ticket's chance of holding an unseen
+ * change grows with the time since its detail was read, at the rate the ticket changes: so the score is staleness ×
+ * weight. The fixed weight (fixedWeight) is higher for a ticket in an open list (resolved ones all but never change
+ * without a list showing it: a reopening does), for an unread one (its customer is waiting and writes again, and a
+ * message on an unread ticket changes nothing a list shows), and for one active in the last day or so (none when its
+ * activity is unknown); the bonuses stay small (at most 2.25× together). It is multiplied by what the mirror has learnt
+ * of the ticket's class (`multipliers`, from revalidationMultipliers: within [½, 2]; all 1 is the fixed order). Every
+ * open ticket must come round, or the mirror is never exact. A detail read within the last `minAgeMs` is never re-read
+ * (the planner derives it: `Plan.revalidateMinAgeMs`): with a budget far larger than the mirror, revalidation would
+ * otherwise read the same few tickets on every pass.
  */
 export async function pickRevalidate(
   tx: Tx,
@@ -148,7 +145,7 @@ export async function pickRevalidate(
     sql`select id from tickets
         where detail_synced_at < ${isoMicros(now - minAgeMs)}::timestamptz and detail_due_since is null
           and ${fetchable(at)}
-        order by (${learnt}::float8[])[${revalidationClass(at)} + 1] * ${fixedWeight(at)} * ${staleHours(at)} desc, id
+        order by coalesce((${learnt}::float8[])[${revalidationClass(at)} + 1], 1.0) * ${fixedWeight(at)} * ${staleHours(at)} desc, id
         limit ${limit}`,
   );
   return rows.map((r) => r.id);
@@ -173,11 +170,11 @@ export async function revalidationSample(tx: Tx, id: string, at: number): Promis
 }
 
 /** Time constant of the learning's decay: what was seen a week ago counts e^−1 as much as what is seen now. */
-const LEARNING_DECAY_SECONDS = DAY_MS / SECOND_MS * 7;
+const LEARNING_DECAY_MS = 7 * DAY_MS;
 
 /** Adds one re-read to its class's counts, the older counts decayed to `at`; in the transaction that writes the detail. */
 export async function recordRevalidation(tx: Tx, sample: RevalidationSample, found: boolean, at: number): Promise<void> {
-  const decay = sql.raw(`exp(-greatest(0.0, extract(epoch from (excluded.updated_at - l.updated_at))) / ${LEARNING_DECAY_SECONDS}.0)`);
+  const decay = sql`exp(-greatest(0.0, extract(epoch from (excluded.updated_at - l.updated_at))) / ${seconds(LEARNING_DECAY_MS)})`;
   await tx.execute(sql`
     insert into revalidation_learning as l (class, reads, found, expected, updated_at)
     values (${sample.cls}, 1, ${found ? 1 : 0}, ${sample.expected}, ${isoMicros(at)})
