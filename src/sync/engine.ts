@@ -162,6 +162,7 @@ export class SyncEngine {
       backfillCount: counts.backfill,
       openCount: counts.open,
       oldestDetailAt: counts.oldestDetailAt,
+      oldestOpenDetailAt: counts.oldestOpenDetailAt,
       history,
     });
   }

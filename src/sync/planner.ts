@@ -114,6 +114,8 @@ export interface PlannerInput {
   openCount?: number;
   /** When the stalest detail revalidation could pick was read; null when there is none. @default unknown: some may be */
   oldestDetailAt?: number | null;
+  /** The same among the open tickets (a round of them takes at least that long); null when there is none. @default null */
+  oldestOpenDetailAt?: number | null;
   /** Activity and request history (db/repos/work.ts `plannerHistory`). */
   history: PlannerHistory;
 }
@@ -210,7 +212,7 @@ export function planPass(input: PlannerInput): Plan {
   // What the hour may spend beyond its forecast live work (the hourly cap): background, and a backlog of details.
   const hourCap = (A / 24) * hourlyShare(input.history, now) - input.history.sentThisHour - polls.length;
   // After the backfill and the first day, background is revalidation, and it is paced with the activity (`paced`).
-  const pace = !backfilling && hourlyShare(input.history, now) === POLICY.maxHourlyShare ? paced(now, A, input.openCount ?? 0, fullHour, schedule) : null;
+  const pace = !backfilling && hourlyShare(input.history, now) === POLICY.maxHourlyShare ? paced(now, A, input.openCount ?? 0, input.oldestOpenDetailAt ?? null, fullHour, schedule) : null;
   const paceCap = pace === null ? Infinity : pace.spendBy(now) - input.history.sentThisHour - polls.length;
   // Background may take what live work will not need over the next 24 h, within the hourly cap and the pace.
   // It also leaves, beyond the forecast, the slots of the details a list may ask for before the next slots free (as many
@@ -477,12 +479,16 @@ function paced(
   now: number,
   A: number,
   open: number,
+  oldestOpenDetailAt: number | null,
   fullHour: readonly HourForecast[],
   schedule: SweepSchedule,
 ): { spendBy(t: number): number; slotAt(n: number): number } {
   const live = fullHour.reduce((s, h) => s + h.polls + h.details, 0);
   const perHour = Math.max(0, A - live) / HOURS_AHEAD;
-  const round = Math.min((HISTORY_BUCKETS * BUCKET_MS) / HOUR_MS, Math.max(1, Math.round(open / Math.max(1e-9, perHour))));
+  // The round the mirror is in is at least as long as the stalest open detail is old: re-reads that have not gone round
+  // since a busy spell still owe its changes, whatever the allowance would allow.
+  const behind = oldestOpenDetailAt === null ? 0 : Math.round((now - oldestOpenDetailAt) / HOUR_MS);
+  const round = Math.min((HISTORY_BUCKETS * BUCKET_MS) / HOUR_MS, Math.max(1, Math.round(open / Math.max(1e-9, perHour)), behind));
   const weights = fullHour.map((_, k) => Math.sqrt(schedule.meanRateOver(k, round)));
   const total = weights.reduce((s, w) => s + w, 0);
   const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;

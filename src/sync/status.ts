@@ -42,7 +42,7 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
     plannerHistory(db, now),
   ]);
   const budget = budgetAt(limits, samples, now);
-  const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, history });
+  const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, oldestOpenDetailAt: work.oldestOpenDetailAt, history });
   const [c, m, run] = await Promise.all([ticketCounts(db, now), rowCounts(db), lastRun(db)]);
   const ts = (v: unknown) => (typeof v === 'string' ? canonicalTimestamp(v) : null);
   const total = Number(c.live);

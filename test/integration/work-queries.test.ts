@@ -204,17 +204,19 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'bf-held', open: true, retryAfter: NOW + MIN },
         { id: 'bf-deleted', open: true, deletedAt: NOW - HOUR },
         { id: 'fetched', open: true, syncedAt: NOW - DAY },
+        { id: 'resolved-read-long-ago', resolved: true, syncedAt: NOW - 3 * DAY },
       ]);
-      // Open: the four in the open list that are not deleted; the stalest re-readable detail: 'fetched' (a due one is not).
-      expect(await countWork(db, NOW)).toEqual({ due: 3, backfill: 2, open: 4, oldestDetailAt: NOW - DAY });
+      // Open: the four in the open list that are not deleted. The stalest re-readable detail: the resolved one; among
+      // the open tickets, 'fetched' (a due one is not re-readable).
+      expect(await countWork(db, NOW)).toEqual({ due: 3, backfill: 2, open: 4, oldestDetailAt: NOW - 3 * DAY, oldestOpenDetailAt: NOW - DAY });
       expect(await pickDue(db, NOW, 100)).toEqual(['due-new', 'due-fetched', 'due-retry-ends-now']);
       expect((await pickBackfill(db, NOW, 100)).sort()).toEqual(['bf', 'bf-retry-over']);
       // Once the back-offs end, the held tickets count again.
-      expect(await countWork(db, NOW + MIN)).toEqual({ due: 4, backfill: 3, open: 4, oldestDetailAt: NOW - DAY });
+      expect(await countWork(db, NOW + MIN)).toEqual({ due: 4, backfill: 3, open: 4, oldestDetailAt: NOW - 3 * DAY, oldestOpenDetailAt: NOW - DAY });
     });
 
     it('counts nothing in an empty mirror, and a limit of 0 picks nothing', async () => {
-      expect(await countWork(db, NOW)).toEqual({ due: 0, backfill: 0, open: 0, oldestDetailAt: null });
+      expect(await countWork(db, NOW)).toEqual({ due: 0, backfill: 0, open: 0, oldestDetailAt: null, oldestOpenDetailAt: null });
       await insertTickets(db, [{ id: 'due', dueSince: NOW - MIN }, { id: 'bf', open: true }, { id: 'old', open: true, syncedAt: LONG_AGO }]);
       expect(await pickDue(db, NOW, 0)).toEqual([]);
       expect(await pickBackfill(db, NOW, 0)).toEqual([]);

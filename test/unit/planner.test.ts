@@ -435,6 +435,27 @@ describe('planPass: revalidation follows the changes a re-read can find (the mea
     expect(ratio).toBeLessThanOrEqual(atMost);
   });
 
+  it.each([
+    { behind: 0.5, label: 'half an hour' },
+    { behind: 10, label: '10 hours' },
+  ])('a quiet evening after a busy day, the stalest open detail read $label ago: re-reads follow what is still owed', ({ behind }) => {
+    // 14,400 a day: a round of the 500 open tickets takes about an hour, so the pace follows the hour's own rate, and
+    // an evening is paced as a night. But when the re-reads have not gone round since the busy hours (the stalest open
+    // detail is 10 h old), the round the mirror is in is 10 h, and the changes it still owes are the day's.
+    const big = { daily: 14_400, minute: 600, reserve: 0.1 };
+    const now = T0 + 9 * HOUR; // 21:00
+    const bucketNow = Math.floor(now / BUCKET_MS);
+    const hourOf = (k: number) => new Date((bucketNow - k) * BUCKET_MS).getUTCHours();
+    const rhythm = history({ changes: Array.from({ length: HISTORY_BUCKETS }, (_, k) => (hourOf(k) >= 8 && hourOf(k) < 18 ? 30 : 0)) });
+    const plan = (oldestOpenDetailAt: number) =>
+      planPass(input({ now, budget: budgetAt(big, [], now), lists: lists(now - 10_000), history: rhythm, oldestDetailAt: now - 3 * DAY_MS, oldestOpenDetailAt }));
+    const caughtUp = plan(now - 30 * MIN).revalidate;
+    const owed = plan(now - behind * HOUR).revalidate;
+    if (behind < 1) expect(owed).toBe(caughtUp);
+    // Paced as a night, the hour re-reads at about half the even share; owing the day's changes, at more.
+    else expect(owed).toBeGreaterThanOrEqual(1.5 * caughtUp);
+  });
+
   it('keeps re-reading through a quiet spell the history did not foresee, at about the even pace', () => {
     // Activity stops at the end of the third working day and does not come back the next morning, which the history
     // expects busy; 500 open tickets: a round of them takes most of a day.

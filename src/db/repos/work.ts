@@ -38,26 +38,31 @@ export interface WorkCounts {
   open: number;
   /** When the stalest detail revalidation could pick was read (epoch ms), or null when there is none. */
   oldestDetailAt: number | null;
+  /** The same among the open tickets: how far revalidation is behind on the ones whose details change. */
+  oldestOpenDetailAt: number | null;
 }
 
 export async function countWork(tx: Tx, now: number): Promise<WorkCounts> {
   const at = isoMicros(now);
-  // Three counts over partial ranges of indexes (detail_due_since, detail_synced_at, in_open), not a scan of every
-  // ticket: the planner asks after every pass.
-  const [row] = await queryRows<{ due: number; backfill: number; open: number; oldest_ms: string | null }>(
+  // Counts over partial ranges of indexes (detail_due_since, detail_synced_at, in_open), not a scan of every ticket:
+  // the planner asks after every pass.
+  const [row] = await queryRows<{ due: number; backfill: number; open: number; oldest_ms: string | null; oldest_open_ms: string | null }>(
     tx,
     sql`select
       (select count(*) from tickets where detail_due_since is not null and ${backoffOver(at)})::int as due,
       (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and ${fetchable(at)})::int as backfill,
       (select count(*) from tickets where in_open and deleted_at is null)::int as open,
       (select (extract(epoch from min(detail_synced_at)) * 1000)::bigint from tickets
-        where detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_ms`,
+        where detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_ms,
+      (select (extract(epoch from min(detail_synced_at)) * 1000)::bigint from tickets
+        where in_open and detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_open_ms`,
   );
   return {
     due: row?.due ?? 0,
     backfill: row?.backfill ?? 0,
     open: row?.open ?? 0,
     oldestDetailAt: row?.oldest_ms == null ? null : Number(row.oldest_ms),
+    oldestOpenDetailAt: row?.oldest_open_ms == null ? null : Number(row.oldest_open_ms),
   };
 }
 
