@@ -114,7 +114,7 @@ export interface PlannerInput {
   openCount?: number;
   /** When the stalest detail revalidation could pick was read; null when there is none. @default unknown: some may be */
   oldestDetailAt?: number | null;
-  /** The same among the open tickets (a round of them takes at least that long); null when there is none. @default null */
+  /** The same among the open tickets: a round of them takes at least its age. @default null */
   oldestOpenDetailAt?: number | null;
   /** Activity and request history (db/repos/work.ts `plannerHistory`). */
   history: PlannerHistory;
@@ -457,12 +457,12 @@ function sweepSchedule(
  * The pace of revalidation after the backfill. What live work does not need, A − L (L: the forecast polls and details
  * of the next 24 h), goes to re-reading details, and the detail-only changes it finds come at the rhythm of the list
  * changes (the same people make both). Revalidation reads the O open tickets stalest first, so it goes round them in
- * R = O / ((A − L)/24) hours — or, when the stalest open detail is older than that, in its age: the round the mirror
- * is in, after a busy spell that left re-reads behind — and a re-read at hour h finds the changes made since the
- * ticket's last read, about a round earlier: its worth is the mean rate λ̄(h) over the round ending at h (the past hours as observed, the coming
- * ones as forecast). Under Σ r = A − L the lag of those changes is least at r(h) ∝ √λ̄(h) (the square-root law, as
- * for the sweeps), so the current hour's share of what live work leaves is √λ̄(0) / Σ_k √λ̄(k), and the hour spends
- * its live forecast plus that share, evenly within it.
+ * R = O / ((A − L)/24) hours — or, when the stalest open detail is older than that, in its age: the round the mirror is
+ * in, after a busy spell that left re-reads behind — and a re-read at hour h finds the changes made since the ticket's
+ * last read, about a round earlier: its worth is the mean rate λ̄(h) over the round ending at h (the past hours as
+ * observed, the coming ones as forecast). Under Σ r = A − L the lag of those changes is least at r(h) ∝ √λ̄(h) (the
+ * square-root law, as for the sweeps), so the current hour's share of what live work leaves is √λ̄(0) / Σ_k √λ̄(k), and
+ * the hour spends its live forecast plus that share, evenly within it.
  *
  * With a short round (a large allowance, few open tickets) λ̄ is the hour's own rate, and re-reads follow the working
  * hours: a greedy background instead spent whatever slots freed, and nights and weekends, where the sweeps are sparse,
