@@ -91,6 +91,9 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
   return rows.map((r) => r.id);
 }
 
+/** A ticket's last known activity: its last contact, update or creation, whichever is latest (null when none is known). */
+const LAST_ACTIVITY = sql.raw('greatest(last_contact_at, updated_at, created_at)');
+
 /**
  * The fixed weights of a re-read, before learning: a ticket in an active list (open, self, unassigned) weighs 1, one
  * only resolved 1/200; unread messages ×1.5; activity (last contact, update, creation) in the last day up to ×1.5,
@@ -100,9 +103,8 @@ export async function pickBackfill(tx: Tx, now: number, limit: number): Promise<
 function fixedWeight(at: string): SQL {
   return sql`(case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
     * (case when has_unread_messages then 1.5 else 1.0 end)
-    * (1.0 + (case when greatest(last_contact_at, updated_at, created_at) is null then 0.0
-        else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz
-          - greatest(last_contact_at, updated_at, created_at)))) / ${seconds(DAY_MS)}) end))`;
+    * (1.0 + (case when ${LAST_ACTIVITY} is null then 0.0
+        else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz - ${LAST_ACTIVITY}))) / ${seconds(DAY_MS)}) end))`;
 }
 
 /**
@@ -112,9 +114,9 @@ function fixedWeight(at: string): SQL {
 function revalidationClass(at: string): SQL {
   return sql`((case when in_open or in_self or in_unassigned then 0 else 6 end)
     + (case when has_unread_messages then 3 else 0 end)
-    + (case when greatest(last_contact_at, updated_at, created_at) is null then 2
-        when greatest(last_contact_at, updated_at, created_at) > ${at}::timestamptz - interval '6 hours' then 0
-        when greatest(last_contact_at, updated_at, created_at) > ${at}::timestamptz - interval '1 day' then 1
+    + (case when ${LAST_ACTIVITY} is null then 2
+        when ${LAST_ACTIVITY} > ${at}::timestamptz - interval '6 hours' then 0
+        when ${LAST_ACTIVITY} > ${at}::timestamptz - interval '1 day' then 1
         else 2 end))`;
 }
 
