@@ -53,4 +53,31 @@ describe.each(backends)('revalidation learns from its re-reads, on $name', ({ op
     expect(finds).toHaveLength(1);
     expect(finds[0]!.cls).toBeLessThan(6);
   });
+
+  it('rows a user stamped decades ago or far ahead in every class stop no re-read, and are brought back to now', async () => {
+    await m.runUntil(async () => (await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is not null`)) === 10);
+    await m.db.execute(sql`insert into revalidation_learning (class, reads, found, expected, updated_at)
+      select c, 50, 40, 10, case when c % 2 = 0 then timestamptz '2000-01-01T00:00:00Z' else timestamptz '2199-01-01T00:00:00Z' end
+      from generate_series(0, 11) as c
+      on conflict (class) do update set reads = 50, found = 40, expected = 10, updated_at = excluded.updated_at`);
+    const reread: string[] = [];
+    const failed: string[] = [];
+    const onFetched = (e: { id: string; kind: string }) => {
+      if (e.kind === 'revalidate') reread.push(e.id);
+    };
+    const onFailed = (e: { id: string }) => failed.push(e.id);
+    m.engine.events.on('detail:fetched', onFetched);
+    m.engine.events.on('detail:failed', onFailed);
+    await m.runUntil(async () => reread.length >= 10);
+    m.engine.events.off('detail:fetched', onFetched);
+    m.engine.events.off('detail:failed', onFailed);
+    expect(failed).toEqual([]);
+    // Each class re-read since has its instant at a pass's, not in 1970 nor in 2199.
+    const stamps = await queryRows<{ at: string }>(m.db, sql`select updated_at::text as at from revalidation_learning where reads <> 50`);
+    expect(stamps.length).toBeGreaterThan(0);
+    for (const { at } of stamps) {
+      expect(new Date(at).getTime()).toBeLessThanOrEqual(m.clock.now());
+      expect(new Date(at).getTime()).toBeGreaterThan(m.clock.now() - 24 * 3_600_000);
+    }
+  });
 });

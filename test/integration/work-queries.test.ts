@@ -323,7 +323,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         await recordRevalidation(db, unread, true, NOW - HOUR + i * MIN);
         await recordRevalidation(db, idle, false, NOW - HOUR + i * MIN);
       }
-      const learnt = await revalidationMultipliers(db);
+      const learnt = await revalidationMultipliers(db, NOW);
       expect(learnt[5]).toBeGreaterThan(1);
       expect(learnt[2]).toBeLessThan(1);
       expect(await pickRevalidate(db, NOW, 10, HOUR, learnt)).toEqual(['b-unread', 'a-idle']);
@@ -347,20 +347,69 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect(await revalidationSample(db, 'no-such-ticket', NOW)).toBeNull();
     });
 
-    it('the counts decay with a time constant of a week, and a re-read counted late does not move updated_at back', async () => {
+    const learning = async (cls: number) => {
+      const [row] = await queryRows<{ reads: number; found: number; expected: number; updated_at: string }>(
+        db,
+        sql`select reads, found, expected, updated_at from revalidation_learning where class = ${cls}`,
+      );
+      return { reads: Number(row!.reads), found: Number(row!.found), expected: Number(row!.expected), at: new Date(String(row!.updated_at)).getTime() };
+    };
+
+    it('the counts decay with a time constant of a week; a re-read counted at an earlier instant (a clock set back) is counted whole and the decay goes on from it', async () => {
       const sample = { cls: 4, expected: 2 };
       await recordRevalidation(db, sample, true, NOW - 7 * DAY);
       await recordRevalidation(db, sample, false, NOW);
+      // The week-old read decays by e^-1 at NOW.
+      expect((await learning(4)).reads).toBeCloseTo(Math.exp(-1) + 1, 6);
       await recordRevalidation(db, sample, true, NOW - DAY);
-      const [row] = await queryRows<{ reads: number; found: number; expected: number; updated_at: string }>(
-        db,
-        sql`select reads, found, expected, updated_at from revalidation_learning where class = 4`,
-      );
-      // The week-old read decays by e^-1 at NOW; the late one (a day before NOW) is counted whole and leaves updated_at.
-      expect(Number(row!.reads)).toBeCloseTo(Math.exp(-1) + 1 + 1, 6);
-      expect(Number(row!.found)).toBeCloseTo(Math.exp(-1) + 1, 6);
-      expect(Number(row!.expected)).toBeCloseTo(2 * (Math.exp(-1) + 1 + 1), 6);
-      expect(new Date(String(row!.updated_at)).getTime()).toBe(NOW);
+      const row = await learning(4);
+      expect(row.reads).toBeCloseTo(Math.exp(-1) + 1 + 1, 6);
+      expect(row.found).toBeCloseTo(Math.exp(-1) + 1, 6);
+      expect(row.expected).toBeCloseTo(2 * (Math.exp(-1) + 1 + 1), 6);
+      expect(row.at).toBe(NOW - DAY);
+      // A week after that instant, everything decays by e^-1 once more.
+      await recordRevalidation(db, sample, false, NOW + 6 * DAY);
+      expect((await learning(4)).reads).toBeCloseTo(Math.exp(-1) * (Math.exp(-1) + 2) + 1, 6);
+    });
+
+    it('rows stamped decades ago or far ahead (a clock that started at 1970, a row a user wrote) neither fail a count nor stop the decay', async () => {
+      await db.execute(sql`insert into revalidation_learning (class, reads, found, expected, updated_at) values
+        (1, 50, 40, 10, '1970-01-01T00:00:00Z'), (2, 50, 40, 10, '1990-06-01T00:00:00Z'), (3, 50, 40, 10, '2199-01-01T00:00:00Z')`);
+      // Decayed over decades, PostgreSQL's exp() gave a numeric too small for a float8, and the statement failed.
+      expect(await revalidationMultipliers(db, NOW)).toHaveLength(12);
+      for (const cls of [1, 2, 3]) await recordRevalidation(db, { cls, expected: 1 }, false, NOW);
+      for (const cls of [1, 2]) {
+        const row = await learning(cls);
+        expect(row.at).toBe(NOW);
+        expect(row.reads).toBeCloseTo(1, 9);
+        expect(row.found).toBeCloseTo(0, 9);
+        expect(row.expected).toBeCloseTo(1, 9);
+      }
+      // The row from the future is counted whole once; from then on it decays like any other.
+      const ahead = await learning(3);
+      expect(ahead).toMatchObject({ reads: 51, found: 40, expected: 11, at: NOW });
+      await recordRevalidation(db, { cls: 3, expected: 1 }, false, NOW + 7 * DAY);
+      expect((await learning(3)).found).toBeCloseTo(40 * Math.exp(-1), 6);
+    });
+
+    it('the multipliers weigh each class by how recent its counts are: one not re-read for weeks returns towards 1', async () => {
+      // Class 5 found twice what the fixed weights expected; class 2 half. Both re-read now: both far from 1.
+      await recordRevalidation(db, { cls: 5, expected: 20 }, false, NOW);
+      await recordRevalidation(db, { cls: 2, expected: 40 }, false, NOW);
+      await db.execute(sql`update revalidation_learning set found = case class when 5 then 40 else 20 end`);
+      const fresh = await revalidationMultipliers(db, NOW);
+      expect(fresh[5]).toBeGreaterThan(1.5);
+      expect(fresh[2]).toBeLessThan(0.75);
+      // Read five weeks later with nothing counted since: the evidence is e^-5 of what it was, the prior finds dominate.
+      const later = await revalidationMultipliers(db, NOW + 35 * DAY);
+      expect(later[5]).toBeGreaterThan(1);
+      expect(later[5]).toBeLessThan(1.1);
+      expect(later[2]).toBeLessThan(1);
+      expect(later[2]).toBeGreaterThan(0.9);
+      // Only class 2 re-read since: its evidence is recent again, class 5's stays faded.
+      await recordRevalidation(db, { cls: 2, expected: 40 }, false, NOW + 35 * DAY);
+      const one = await revalidationMultipliers(db, NOW + 35 * DAY);
+      expect(one[5]).toBeLessThan(1.1);
     });
 
     for (const { label, winner, loser } of RANKING_CASES) {

@@ -28,6 +28,16 @@ function seconds(ms: number): SQL {
   return sql.raw(`${ms / SECOND_MS}.0`);
 }
 
+/**
+ * e^(−span/τ) for a span in seconds (a negative span counts as 0). The exponent stops at 100 (e^−100 ≈ 4·10⁻⁴⁴:
+ * nothing is left): beyond ~745 τ the numeric result is too small for a float8, and PostgreSQL raises "out of range"
+ * where it could give 0 — an instant decades old (a clock that started at 1970, a row a user wrote) would fail every
+ * statement that reads it.
+ */
+function decay(spanSeconds: SQL, tauMs: number): SQL {
+  return sql`exp(-least(100.0, greatest(0.0, ${spanSeconds}) / ${seconds(tauMs)}))`;
+}
+
 /** The list names as a Postgres array literal, for `= any(...)` and `unnest(...)`. */
 const LIST_ARRAY = `{${LIST_NAMES.join(',')}}`;
 
@@ -104,7 +114,7 @@ function fixedWeight(at: string): SQL {
   return sql`(case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
     * (case when has_unread_messages then 1.5 else 1.0 end)
     * (1.0 + (case when ${LAST_ACTIVITY} is null then 0.0
-        else 0.5 * exp(-greatest(0.0, extract(epoch from (${at}::timestamptz - ${LAST_ACTIVITY}))) / ${seconds(DAY_MS)}) end))`;
+        else 0.5 * ${decay(sql`extract(epoch from (${at}::timestamptz - ${LAST_ACTIVITY}))`, DAY_MS)} end))`;
 }
 
 /**
@@ -179,24 +189,32 @@ export async function revalidationSample(tx: Tx, id: string, at: number): Promis
 /** Time constant of the learning's decay: what was seen a week ago counts e^−1 as much as what is seen now. */
 const LEARNING_DECAY_MS = 7 * DAY_MS;
 
-/** Adds one re-read to its class's counts, the older counts decayed to `at`; in the transaction that writes the detail. */
+/**
+ * Adds one re-read to its class's counts, the older counts decayed to `at`; in the transaction that writes the detail.
+ * The row's instant becomes `at` even when it was later (a clock set back, a row a user stamped in the future): the
+ * older counts are then taken whole, and the decay goes on from `at` — kept, a future instant would stop it until then.
+ */
 export async function recordRevalidation(tx: Tx, sample: RevalidationSample, found: boolean, at: number): Promise<void> {
-  const decay = sql`exp(-greatest(0.0, extract(epoch from (excluded.updated_at - l.updated_at))) / ${seconds(LEARNING_DECAY_MS)})`;
+  const d = decay(sql`extract(epoch from (excluded.updated_at - l.updated_at))`, LEARNING_DECAY_MS);
   await tx.execute(sql`
     insert into revalidation_learning as l (class, reads, found, expected, updated_at)
     values (${sample.cls}, 1, ${found ? 1 : 0}, ${sample.expected}, ${isoMicros(at)})
     on conflict (class) do update set
-      reads = l.reads * ${decay} + 1,
-      found = l.found * ${decay} + excluded.found,
-      expected = l.expected * ${decay} + excluded.expected,
-      updated_at = greatest(l.updated_at, excluded.updated_at)`);
+      reads = l.reads * ${d} + 1,
+      found = l.found * ${d} + excluded.found,
+      expected = l.expected * ${d} + excluded.expected,
+      updated_at = excluded.updated_at`);
 }
 
-/** Each class's learnt multiplier (see learnedMultipliers), from revalidation_learning. */
-export async function revalidationMultipliers(tx: Tx): Promise<number[]> {
+/**
+ * Each class's learnt multiplier (see learnedMultipliers), from revalidation_learning, its counts decayed to `now`: a
+ * class not re-read for weeks keeps its ratio but weighs little beside the others, and its multiplier returns towards 1.
+ */
+export async function revalidationMultipliers(tx: Tx, now: number): Promise<number[]> {
+  const d = decay(sql`extract(epoch from (${isoMicros(now)}::timestamptz - updated_at))`, LEARNING_DECAY_MS);
   const rows = await queryRows<{ class: number; found: number | string; expected: number | string }>(
     tx,
-    sql`select class, found, expected from revalidation_learning`,
+    sql`select class, (found * ${d})::float8 as found, (expected * ${d})::float8 as expected from revalidation_learning`,
   );
   return learnedMultipliers(rows.map((r) => ({ cls: Number(r.class), found: Number(r.found), expected: Number(r.expected) })));
 }
