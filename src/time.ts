@@ -8,6 +8,11 @@ export const SECOND_MS = 1_000;
 export const MINUTE_MS = 60 * SECOND_MS;
 export const HOUR_MS = 60 * MINUTE_MS;
 export const DAY_MS = 24 * HOUR_MS;
+/**
+ * A clock found this far behind where it was, or behind the newest instant the mirror recorded, was set back (see
+ * db/repos/clockSetBack.ts); less is ordinary skew between hosts or timers.
+ */
+export const CLOCK_SET_BACK_MS = MINUTE_MS;
 
 const TIMESTAMP =
   /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;

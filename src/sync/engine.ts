@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
+import { CLOCK_SET_BACK_MS, ledgerAheadMs, restampFuture } from '../db/repos/clockSetBack.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import {
@@ -173,6 +174,7 @@ export class SyncEngine {
   async pass(options: PassOptions = {}): Promise<PassSummary> {
     await this.init();
     const startedAt = this.#o.clock.now();
+    await this.#afterClockSetBack(startedAt);
     const plan = await this.plan(startedAt);
     this.events.safeEmit('pass:started', { at: startedAt, plan });
     this.#requestsThisPass = 0;
@@ -215,6 +217,22 @@ export class SyncEngine {
     }
     await this.#finish(summary);
     return summary;
+  }
+
+  /**
+   * When the newest ledger row lies ahead of the clock, the clock was set back: what the mirror stamped meanwhile is
+   * brought back to now, and the budget reloaded (db/repos/clockSetBack.ts). One index probe a pass otherwise.
+   */
+  async #afterClockSetBack(now: number): Promise<void> {
+    const { db, logger, limits } = this.#o;
+    const aheadMs = await ledgerAheadMs(db, now);
+    if (aheadMs <= CLOCK_SET_BACK_MS) return;
+    await db.transaction((tx) => restampFuture(tx, now));
+    this.gate.clockSetBack(await loadSamples(db, now - DAY_MS, limits.minute), aheadMs);
+    logger.warn(
+      { aheadMs: Math.round(aheadMs), now: isoMicros(now) },
+      'the clock was set back: what the mirror recorded while it ran ahead is restamped to now (README, "Clock skew")',
+    );
   }
 
   async #runPlan(plan: Plan, summary: PassSummary, yieldNow: (background?: boolean) => boolean): Promise<void> {

@@ -122,6 +122,16 @@ export class BudgetGate implements RequestGate {
     if (drop > 0) this.#samples.splice(0, drop);
   }
 
+  /**
+   * The host clock was set back by `aheadMs` and the ledger restamped (db/repos/clockSetBack.ts): the samples are the
+   * ledger's again, and a 429's back-off, reckoned on the clock that ran ahead, ends as much earlier.
+   */
+  clockSetBack(samples: readonly LedgerSample[], aheadMs: number): void {
+    this.#samples.splice(0, this.#samples.length, ...samples);
+    const now = this.#clock.now();
+    if (this.#blockedUntil > now) this.#blockedUntil = Math.max(now, this.#blockedUntil - aheadMs);
+  }
+
   /** Waits for the requests already queued. */
   onIdle(): Promise<void> {
     return this.#queue.onIdle();
