@@ -4,7 +4,7 @@ import type { Logger } from '../logger.ts';
 import { AUTH_BACKOFF, backoffDelay, FAILURE_BACKOFF, type BackoffPolicy } from '../sync/backoff.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { PassSummary } from '../sync/events.ts';
-import { SECOND_MS } from '../time.ts';
+import { CLOCK_SET_BACK_MS, SECOND_MS } from '../time.ts';
 import { describePlan } from './describePlan.ts';
 
 /**
@@ -90,6 +90,8 @@ export class Daemon {
   #stopping: Promise<void> | null = null;
   #failures = 0;
   #notBefore = 0;
+  /** The clock when the loop last read it (see #readClock). */
+  #lastNow = Number.NEGATIVE_INFINITY;
   #health: DaemonHealth = { state: 'starting', reason: null, lastPass: null };
   readonly #signal: AbortSignal;
 
@@ -128,7 +130,7 @@ export class Daemon {
     while (!stopped()) {
       await this.tick();
       if (stopped()) break;
-      const now = this.#o.clock.now();
+      const now = this.#readClock(this.#lastNow);
       const waitingAfter = await this.#waiting();
       this.#nextWakeAt = nextWake({
         now,
@@ -139,14 +141,34 @@ export class Daemon {
       });
       // Sleep in probes: something new waiting for the after-pass work wakes the loop — unless it is backing off.
       while (!stopped()) {
-        const left = this.#nextWakeAt - this.#o.clock.now();
+        const before = this.#readClock(this.#lastNow);
+        const left = this.#nextWakeAt - before;
         if (left <= 0) break;
-        await sleep(this.#o.afterPass?.waiting ? Math.min(left, WAKE.probeMs) : left, this.#wake.signal);
-        if (stopped() || this.#o.clock.now() < this.#notBefore) continue;
+        const ms = this.#o.afterPass?.waiting ? Math.min(left, WAKE.probeMs) : left;
+        await sleep(ms, this.#wake.signal);
+        if (stopped()) continue;
+        if (this.#readClock(before + ms) < this.#notBefore) continue;
         if (waitingAfter !== null && ((await this.#waiting()) ?? 0) > waitingAfter) break;
       }
     }
     this.#nextWakeAt = null;
+  }
+
+  /**
+   * The clock now. Found more than CLOCK_SET_BACK_MS behind `expected` (where it was, or where a sleep should have
+   * brought it), it was set back: the instants held here — the next wake, the end of a back-off — move back with it,
+   * or the loop would sleep as long as the jump. (The pass then restamps what the mirror recorded: see SyncEngine.)
+   */
+  #readClock(expected: number): number {
+    const now = this.#o.clock.now();
+    const back = expected - now;
+    if (back > CLOCK_SET_BACK_MS) {
+      if (this.#nextWakeAt !== null) this.#nextWakeAt -= back;
+      if (this.#notBefore > now) this.#notBefore = Math.max(now, this.#notBefore - back);
+      this.#o.logger.warn({ backMs: Math.round(back) }, 'the clock was set back: the loop keeps its pace');
+    }
+    this.#lastNow = now;
+    return now;
   }
 
   /** The plan's wakeAt now; after a failure to plan, a retry later (the pass itself then reports the trouble). */

@@ -32,7 +32,14 @@ describe('Daemon loop: wakes when the plan says', () => {
    * A stand-in engine: each pass ends as `outcomes` say, and the plan after it wakes at `wakeAfter(now)`. The loop's
    * sleep moves the ManualClock; the test stops the daemon once the clock passes `until`.
    */
-  function harness(opts: { wakeAfter: (now: number) => number; outcomes?: Array<PassStop | null | Error>; until: number; afterPass?: AfterPass }) {
+  function harness(opts: {
+    wakeAfter: (now: number) => number;
+    outcomes?: Array<PassStop | null | Error>;
+    until: number;
+    afterPass?: AfterPass;
+    /** What happens to the clock after each sleep has moved it (a jump). */
+    onSleep?: (clock: ManualClock, sleeps: number) => void;
+  }) {
     const clock = new ManualClock(T0);
     const passes: number[] = [];
     const sleeps: number[] = [];
@@ -58,6 +65,7 @@ describe('Daemon loop: wakes when the plan says', () => {
     const sleep = async (ms: number) => {
       sleeps.push(ms);
       clock.advance(ms);
+      opts.onSleep?.(clock, sleeps.length);
       if (clock.now() - T0 >= opts.until) void daemon.stop();
     };
     daemon = new Daemon({ engine, clock, logger, sleep, ...(opts.afterPass ? { afterPass: opts.afterPass } : {}) });
@@ -127,6 +135,31 @@ describe('Daemon loop: wakes when the plan says', () => {
     await runUntilStopped(h.daemon);
     expect(h.passes.map((t) => t / MIN)).toEqual([0, 15, 45]);
     expect(h.daemon.health.state).toBe('stopped');
+  });
+
+  it.each([
+    ['while it sleeps towards the plan', { outcomes: [null] }],
+    ['while it backs off after server trouble', { outcomes: ['server_error' as const, null] }],
+  ])('a clock set back a year %s: the loop goes on at the same pace, not a year later', async (_, { outcomes }) => {
+    const YEAR = 365 * 24 * 60 * MIN;
+    // The clock ran a year ahead; the first sleep ends with it set right (at T0 + 1 min in the truth).
+    const h = harness({
+      wakeAfter: (now) => now + 2 * MIN,
+      outcomes,
+      until: 10 * MIN,
+      onSleep: (clock, n) => {
+        if (n === 1) clock.set(clock.now() - YEAR);
+      },
+    });
+    h.clock.set(T0 + YEAR);
+    await runUntilStopped(h.daemon);
+    // Passes at the year-ahead start, then every 2 min (1 min after a failure) from the true clock: never a sleep as
+    // long as the jump.
+    const truth = h.passes.slice(1).map((t) => t / MIN);
+    expect(h.passes[0]).toBe(YEAR);
+    expect(truth[0]).toBeLessThanOrEqual(2);
+    expect(truth.at(-1)).toBeGreaterThanOrEqual(8);
+    expect(h.sleeps.every((ms) => ms <= WAKE.maxSleepMs)).toBe(true);
   });
 
   it('stop() wakes a sleeping loop at once', async () => {
