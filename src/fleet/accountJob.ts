@@ -15,7 +15,7 @@ import { isoMicros, SECOND_MS } from '../time.ts';
 import type { AccountRuntime, RuntimeCache } from './accountRuntime.ts';
 import { LIVE_PRIORITY, type JobQueue, type PassJob } from './jobQueue.ts';
 import type { LockSession } from './lockSession.ts';
-import { decideOutcome, type Outcome, type PassResult } from './passOutcome.ts';
+import { backOffEnd, decideOutcome, type Outcome, type PassResult } from './passOutcome.ts';
 import type { FleetTiming } from './timing.ts';
 import type { FleetWorkerEventMap, SkipReason } from './workerEvents.ts';
 
@@ -75,8 +75,8 @@ export async function runAccountJob(c: JobContext, job: PassJob): Promise<void> 
   const account = await getAccount(c.fleet.db, job.account);
   if (!account) return skip('missing');
   if (account.pausedAt !== null) return skip('paused');
-  const notBefore = account.notBefore === null ? 0 : Date.parse(account.notBefore);
-  if (!job.manual && notBefore > startedAt) return skip('backing_off', { delayMs: Math.max(notBefore - startedAt, c.timing.successorGapMs) });
+  const notBefore = backOffEnd(account.notBefore === null ? null : Date.parse(account.notBefore), startedAt);
+  if (!job.manual && notBefore !== null) return skip('backing_off', { delayMs: Math.max(notBefore - startedAt, c.timing.successorGapMs) });
 
   const lease = await c.locks.tryLock(account.schemaName);
   if (!lease) return skip('busy');

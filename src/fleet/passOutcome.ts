@@ -3,6 +3,7 @@ import { nextWake } from '../daemon/daemon.ts';
 import { AuthError } from '../errors.ts';
 import { AUTH_BACKOFF, backoffDelay, FAILURE_BACKOFF } from '../sync/backoff.ts';
 import type { PassSummary } from '../sync/events.ts';
+import { CLOCK_SET_BACK_MS, DAY_MS } from '../time.ts';
 import { SealError } from './tokenSeal.ts';
 
 /**
@@ -50,6 +51,16 @@ export interface Outcome {
   /** Told safely (no database parameters, no token). */
   lastError: string | null;
   nextPassAt: number;
+}
+
+/**
+ * The end of an account's back-off (its row's `not_before`) as it holds at `now`: null when there is none, when it has
+ * passed, or when it lies further ahead than any back-off reaches — a day (a spent rolling window's next slot) and
+ * CLOCK_SET_BACK_MS: then a clock that ran ahead stamped it, and it would hold the account for as long as the jump.
+ */
+export function backOffEnd(notBefore: number | null, now: number): number | null {
+  if (notBefore === null || !(notBefore > now) || notBefore > now + DAY_MS + CLOCK_SET_BACK_MS) return null;
+  return notBefore;
 }
 
 /** When the plan cannot be made (the account's database is down): try again after this. */

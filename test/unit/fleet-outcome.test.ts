@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AuthError, TransientError } from '../../src/errors.ts';
-import { decideOutcome, type OutcomeInput, type PassResult } from '../../src/fleet/passOutcome.ts';
+import { backOffEnd, decideOutcome, type OutcomeInput, type PassResult } from '../../src/fleet/passOutcome.ts';
 import { DEFAULT_TIMING, fleetTiming, takeoverBoundMs } from '../../src/fleet/timing.ts';
 import { SealError } from '../../src/fleet/tokenSeal.ts';
 import type { PassStop, PassSummary } from '../../src/sync/events.ts';
@@ -72,5 +72,21 @@ describe('the fleet’s clockwork', () => {
     expect(() => fleetTiming({ expireInSeconds: 0 })).toThrow(/expireInSeconds/);
     expect(() => fleetTiming({ sliceMs: 1.5 })).toThrow(/sliceMs/);
     expect(fleetTiming({ retryLimit: 0, successorGapMs: 0 })).toMatchObject({ retryLimit: 0, successorGapMs: 0 });
+  });
+});
+
+describe('backOffEnd: an account row’s not_before as it holds now', () => {
+  const HOUR = 60 * MIN;
+  it.each<[string, number | null, number | null]>([
+    ['none', null, null],
+    ['passed already', NOW - MIN, null],
+    ['right now: over', NOW, null],
+    ['a failure’s minute', NOW + MIN, NOW + MIN],
+    ['a refused token’s 2 h', NOW + 2 * HOUR, NOW + 2 * HOUR],
+    ['a spent rolling window’s next slot, a day away', NOW + 24 * HOUR + 1, NOW + 24 * HOUR + 1],
+    ['a year away: stamped by a clock that ran ahead, then was set back', NOW + 365 * 24 * HOUR, null],
+    ['a day and two minutes away: no back-off reaches it', NOW + 24 * HOUR + 2 * MIN, null],
+  ])('%s', (_, notBefore, expected) => {
+    expect(backOffEnd(notBefore, NOW)).toBe(expected);
   });
 });
