@@ -22,7 +22,11 @@ export function toEpochMicros(value: string): bigint | null {
   const m = TIMESTAMP.exec(value.trim());
   if (!m) return null;
   const [, y, mo, d, h, mi, s, frac = '', off = 'Z'] = m;
-  const seconds = Date.UTC(+y!, +mo! - 1, +d!, +h!, +mi!, +s!) / 1000;
+  // Not Date.UTC(y, …): it reads the years 0–99 as 1900–1999 (0050 would be stored as 1950).
+  const date = new Date(0);
+  date.setUTCFullYear(+y!, +mo! - 1, +d!);
+  date.setUTCHours(+h!, +mi!, +s!);
+  const seconds = date.getTime() / 1000;
   if (Number.isNaN(seconds)) return null;
   let offsetSeconds = 0;
   if (off.toUpperCase() !== 'Z') {
@@ -30,9 +34,15 @@ export function toEpochMicros(value: string): bigint | null {
     const digits = off.slice(1).replace(':', '');
     offsetSeconds = sign * (Number(digits.slice(0, 2)) * 3600 + Number(digits.slice(2, 4) || '0') * 60);
   }
-  const micros = BigInt((frac + '000000').slice(0, 6));
-  return (BigInt(seconds) - BigInt(offsetSeconds)) * 1_000_000n + micros;
+  const micros = (BigInt(seconds) - BigInt(offsetSeconds)) * 1_000_000n + BigInt((frac + '000000').slice(0, 6));
+  // Only the instants of the years 0001–9999: the canonical form has four digits of year, and PostgreSQL refuses the
+  // year 0 (an offset can push 0001-01-01 or 9999-12-31 over either edge). Outside, it is no timestamp the mirror stores.
+  return micros >= MIN_MICROS && micros <= MAX_MICROS ? micros : null;
 }
+
+/** 0001-01-01T00:00:00.000000Z and 9999-12-31T23:59:59.999999Z, in epoch microseconds. */
+const MIN_MICROS = -62_135_596_800_000_000n;
+const MAX_MICROS = 253_402_300_799_999_999n;
 
 /** The canonical `YYYY-MM-DDTHH:MM:SS.ffffffZ` form of epoch microseconds. */
 export function fromEpochMicros(micros: bigint): string {
@@ -71,8 +81,8 @@ export function isApiTimestamp(value: string): boolean {
 
 /**
  * Whether a string is in the API's shape and names a real instant in it, so that `canonicalTimestamp` would return it
- * unchanged — without its cost, for lists of 100,000. Date.UTC rolls an impossible date over (and reads years below
- * 100 as 19xx): those are not canonical.
+ * unchanged — without its cost, for lists of 100,000. An impossible date is rolled over (2026-02-30 is 2026-03-02) and
+ * the year 0000 is none: those are not canonical.
  */
 export function isCanonicalApiTimestamp(value: string): boolean {
   if (value.length !== 27 || !API_TIMESTAMP.test(value)) return false;
@@ -80,7 +90,7 @@ export function isCanonicalApiTimestamp(value: string): boolean {
   const month = Number(value.slice(5, 7));
   const day = Number(value.slice(8, 10));
   return (
-    year >= 100 &&
+    year >= 1 &&
     month >= 1 &&
     month <= 12 &&
     day >= 1 &&

@@ -50,6 +50,32 @@ describe.each(backends)('hostile text on $name', { timeout: 180_000 }, ({ open }
     expect(await mirrorAsTruth(m.db)).toEqual(storableJson(truthOf(m.sim)));
   });
 
+  it('a list whose created_at lies beyond the year 9999 or before 100 AD is polled and stored, not refused for good', async () => {
+    await m.runUntil(synced);
+    const newcomer = m.sim.model.newTicket({ attachments: 0 });
+    const odd = new Map([
+      [newcomer.id, '9999-12-31T23:59:59.000000-01:00'],
+      [m.sim.model.list('open').find((i) => i.id !== newcomer.id)!.id, '0050-06-01T12:00:00.000000Z'],
+    ]);
+    // The open list, as the service would give it, with those two instants: its next answer.
+    const items = m.sim.model.list('open').map((i) => ({ ...i, created_at: odd.get(i.id) ?? i.created_at }));
+    m.sim.faults.inject({ kind: 'answer', match: /^\/api\/v1\/tickets(\?|$)/, answer: { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(items) } });
+    const polled = () => count(m.db, sql`select count(*)::int as n from list_polls where list = 'open'`);
+    const before = await polled();
+    const passes = await m.runUntil(async () => (await polled()) > before);
+    // Before, the year 10000 reached PostgreSQL as '+010000-01-01T00:59.000000Z': the whole list rolled back, each poll.
+    for (const p of passes) expect(p).toMatchObject({ errors: [], stoppedBy: null });
+    const [a, b] = [...odd.keys()];
+    const rows = await queryRows<{ id: string; created_at: string | null; in_open: boolean }>(
+      m.db,
+      sql`select id, created_at::text as created_at, in_open from tickets where id = ${a} or id = ${b}`,
+    );
+    expect(rows).toHaveLength(2);
+    // Both kept in the list; their details, fetched since (the list showed a change), give the service's instants.
+    expect(rows.every((r) => r.in_open)).toBe(true);
+    expect(rows.map((r) => new Date(r.created_at!).getUTCFullYear())).toEqual([2026, 2026]);
+  });
+
   it('a write the database refuses for one ticket backs that ticket off; the others are stored and the pass goes on', async () => {
     const victim = m.sim.model.randomTicketId('open')!;
     // A trigger in this test's schema refuses the victim's messages (SQLSTATE P0001), whatever they hold.

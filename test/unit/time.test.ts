@@ -24,15 +24,34 @@ describe('timestamps with microseconds', () => {
   });
 
   it('tells a canonical API timestamp from one Date.UTC would roll over', () => {
-    for (const value of [isoMicros(Date.UTC(2024, 1, 29, 23, 59, 59), 999), '2026-12-31T00:00:00.000001Z']) {
+    for (const value of [isoMicros(Date.UTC(2024, 1, 29, 23, 59, 59), 999), '2026-12-31T00:00:00.000001Z', '0099-01-01T00:00:00.000000Z']) {
       expect(isCanonicalApiTimestamp(value)).toBe(true);
       expect(canonicalTimestamp(value)).toBe(value);
     }
-    for (const value of ['2026-02-29T10:00:00.000000Z', '2026-04-31T10:00:00.000000Z', '2026-01-01T24:00:00.000000Z', '0099-01-01T00:00:00.000000Z']) {
+    for (const value of ['2026-02-29T10:00:00.000000Z', '2026-04-31T10:00:00.000000Z', '2026-01-01T24:00:00.000000Z']) {
       expect(isApiTimestamp(value)).toBe(true);
       expect(isCanonicalApiTimestamp(value)).toBe(false);
       expect(canonicalTimestamp(value)).not.toBe(value);
     }
     expect(isCanonicalApiTimestamp('2024-05-01T10:20:30.123Z')).toBe(false);
+  });
+
+  it.each([
+    ['the year 50 is the year 50, not 1950', '0050-06-01T12:00:00.5Z', '0050-06-01T12:00:00.500000Z'],
+    ['the first instant the mirror stores', '0001-01-01T00:00:00.000000Z', '0001-01-01T00:00:00.000000Z'],
+    ['the last', '9999-12-31T23:59:59.999999Z', '9999-12-31T23:59:59.999999Z'],
+    ['an offset inside the years 0001–9999', '0001-01-01T00:30:00-00:30', '0001-01-01T01:00:00.000000Z'],
+  ])('%s: %s', (_, input, canonical) => {
+    expect(canonicalTimestamp(input)).toBe(canonical);
+  });
+
+  it.each([
+    ['the year 0, which PostgreSQL refuses', '0000-01-01T00:00:00.000000Z'],
+    ['an offset that pushes 0001-01-01 into the year 0', '0001-01-01T00:00:00+01:00'],
+    ['an offset that pushes 9999-12-31 into the year 10000', '9999-12-31T23:59:59.000000-01:00'],
+  ])('is no timestamp the mirror stores: %s (%s)', (_, input) => {
+    expect(toEpochMicros(input)).toBeNull();
+    expect(isApiTimestamp(input)).toBe(false);
+    expect(() => canonicalTimestamp(input)).toThrow(/not a timestamp/);
   });
 });
