@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
-import { CLOCK_SET_BACK_MS, ledgerAheadMs, restampFuture } from '../db/repos/clockSetBack.ts';
+import { ledgerAheadMs, restampFuture } from '../db/repos/clockSetBack.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import {
@@ -31,7 +31,7 @@ import {
 import type { Logger } from '../logger.ts';
 import { intOption } from '../options.ts';
 import { storableText } from '../text.ts';
-import { DAY_MS, isoMicros } from '../time.ts';
+import { CLOCK_SET_BACK_MS, DAY_MS, isoMicros } from '../time.ts';
 import type { BudgetLimits } from './budget.ts';
 import { passStopOf, SyncEvents, type PassSummary } from './events.ts';
 import { BudgetGate } from './gate.ts';

@@ -127,7 +127,9 @@ export class BudgetGate implements RequestGate {
    * ledger's again, and a 429's back-off, reckoned on the clock that ran ahead, ends as much earlier.
    */
   clockSetBack(samples: readonly LedgerSample[], aheadMs: number): void {
-    this.#samples.splice(0, this.#samples.length, ...samples);
+    // Not splice(0, n, ...samples): a token with a large allowance has more samples than a call takes arguments.
+    this.#samples.length = 0;
+    for (const sample of samples) this.#samples.push(sample);
     const now = this.#clock.now();
     if (this.#blockedUntil > now) this.#blockedUntil = Math.max(now, this.#blockedUntil - aheadMs);
   }

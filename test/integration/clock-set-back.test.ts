@@ -2,11 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { createLogger } from '../../src/logger.ts';
-import { CLOCK_SET_BACK_MS, ledgerAheadMs, restampFuture } from '../../src/db/repos/clockSetBack.ts';
+import { ledgerAheadMs, restampFuture } from '../../src/db/repos/clockSetBack.ts';
 import { deliverOutbox } from '../../src/outbox/deliver.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
-import { isoMicros } from '../../src/time.ts';
+import { CLOCK_SET_BACK_MS, isoMicros } from '../../src/time.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { TICK_MS } from '../helpers/mirror.ts';
 

@@ -1,9 +1,9 @@
-import { CLOCK_SET_BACK_MS, isoMicros } from '../../time.ts';
+import { isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
  * A host clock set back: it ran ahead (a bad real-time clock at boot, a virtual machine restored with the wrong time)
- * while the mirror worked, then NTP or a person set it right. Every instant the mirror wrote meanwhile lies in the
+ * while the mirror worked, then NTP or a person set it right. (The threshold, CLOCK_SET_BACK_MS, is in time.ts.) Every instant the mirror wrote meanwhile lies in the
  * future, and each of them would hold the mirror still until the clock caught up with it: the ledger's requests fill
  * the current minute (the budget waits), a list polled "later" is never due, a ticket whose detail was due "since
  * later" is fetched on every pass and never cleared (a retry storm), a reply waits for a retry time or a lease a year
@@ -11,12 +11,10 @@ import { queryRows, sql, type Tx } from '../connect.ts';
  * to now: the latest the thing it records can truly have happened. The API's own instants (created_at, updated_at,
  * closed_at, last_contact_at, a message's created_at) are its data, and are never touched.
  *
- * What that costs: the restamped requests count in the 24 h window as if sent now (more than their truth, never
- * less: no 429 can follow), states the history recorded while the clock was ahead become instants at now (their
- * periods have no length: when they held is not known), and the ledger's hours put those requests at now.
+ * What that costs: the restamped requests count in the 24 h window as if sent now, longer than their truth (the
+ * budget never counts less than was sent); states the history recorded while the clock was ahead become periods of no
+ * length at now (when they held is not known); and the ledger's hours put those requests at now.
  */
-
-export { CLOCK_SET_BACK_MS };
 
 /** How far (ms) the newest request in the ledger lies ahead of `now`; 0 when none does. */
 export async function ledgerAheadMs(tx: Tx, now: number): Promise<number> {
