@@ -3,12 +3,12 @@ import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
  * A host clock set back: it ran ahead (a bad real-time clock at boot, a virtual machine restored with the wrong time)
- * while the mirror worked, then NTP or a person set it right. (The threshold, CLOCK_SET_BACK_MS, is in time.ts.) Every instant the mirror wrote meanwhile lies in the
+ * while the mirror worked, then NTP or a person set it right. Every instant the mirror wrote meanwhile lies in the
  * future, and each of them would hold the mirror still until the clock caught up with it: the ledger's requests fill
  * the current minute (the budget waits), a list polled "later" is never due, a ticket whose detail was due "since
  * later" is fetched on every pass and never cleared (a retry storm), a reply waits for a retry time or a lease a year
- * away. So when the newest ledger row lies ahead of now, every instant the mirror wrote from its clock is brought back
- * to now: the latest the thing it records can truly have happened. The API's own instants (created_at, updated_at,
+ * away. So when the newest ledger row lies ahead of now by more than CLOCK_SET_BACK_MS (time.ts), every instant the
+ * mirror wrote from its clock is brought back to now: the latest the thing it records can truly have happened. The API's own instants (created_at, updated_at,
  * closed_at, last_contact_at, a message's created_at) are its data, and are never touched.
  *
  * What that costs: the restamped requests count in the 24 h window as if sent now, longer than their truth (the
