@@ -255,7 +255,7 @@ export class SyncEngine {
     const revalidateLimit = Math.min(plan.revalidate, rest - backfill.length);
     const revalidate =
       revalidateLimit > 0
-        ? await pickRevalidate(this.#o.db, now, revalidateLimit, plan.revalidateMinAgeMs, await revalidationMultipliers(this.#o.db, now))
+        ? await pickRevalidate(this.#o.db, now, revalidateLimit, plan.revalidateMinAgeMs, await revalidationMultipliers(this.#o.db))
         : [];
     const jobs: Array<[string, RequestKind]> = [
       ...due.map((id): [string, RequestKind] => [id, 'detail']),

@@ -323,7 +323,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         await recordRevalidation(db, unread, true, NOW - HOUR + i * MIN);
         await recordRevalidation(db, idle, false, NOW - HOUR + i * MIN);
       }
-      const learnt = await revalidationMultipliers(db, NOW);
+      const learnt = await revalidationMultipliers(db);
       expect(learnt[5]).toBeGreaterThan(1);
       expect(learnt[2]).toBeLessThan(1);
       expect(await pickRevalidate(db, NOW, 10, HOUR, learnt)).toEqual(['b-unread', 'a-idle']);
@@ -375,8 +375,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
     it('rows stamped decades ago or far ahead (a clock that started at 1970, a row a user wrote) neither fail a count nor stop the decay', async () => {
       await db.execute(sql`insert into revalidation_learning (class, reads, found, expected, updated_at) values
         (1, 50, 40, 10, '1970-01-01T00:00:00Z'), (2, 50, 40, 10, '1990-06-01T00:00:00Z'), (3, 50, 40, 10, '2199-01-01T00:00:00Z')`);
-      // Decayed over decades, PostgreSQL's exp() gave a numeric too small for a float8, and the statement failed.
-      expect(await revalidationMultipliers(db, NOW)).toHaveLength(12);
+      // Decayed over decades, PostgreSQL's exp() gave a numeric too small for a float8, and the count failed.
       for (const cls of [1, 2, 3]) await recordRevalidation(db, { cls, expected: 1 }, false, NOW);
       for (const cls of [1, 2]) {
         const row = await learning(cls);
@@ -390,26 +389,6 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect(ahead).toMatchObject({ reads: 51, found: 40, expected: 11, at: NOW });
       await recordRevalidation(db, { cls: 3, expected: 1 }, false, NOW + 7 * DAY);
       expect((await learning(3)).found).toBeCloseTo(40 * Math.exp(-1), 6);
-    });
-
-    it('the multipliers weigh each class by how recent its counts are: one not re-read for weeks returns towards 1', async () => {
-      // Class 5 found twice what the fixed weights expected; class 2 half. Both re-read now: both far from 1.
-      await recordRevalidation(db, { cls: 5, expected: 20 }, false, NOW);
-      await recordRevalidation(db, { cls: 2, expected: 40 }, false, NOW);
-      await db.execute(sql`update revalidation_learning set found = case class when 5 then 40 else 20 end`);
-      const fresh = await revalidationMultipliers(db, NOW);
-      expect(fresh[5]).toBeGreaterThan(1.5);
-      expect(fresh[2]).toBeLessThan(0.75);
-      // Read five weeks later with nothing counted since: the evidence is e^-5 of what it was, the prior finds dominate.
-      const later = await revalidationMultipliers(db, NOW + 35 * DAY);
-      expect(later[5]).toBeGreaterThan(1);
-      expect(later[5]).toBeLessThan(1.1);
-      expect(later[2]).toBeLessThan(1);
-      expect(later[2]).toBeGreaterThan(0.9);
-      // Only class 2 re-read since: its evidence is recent again, class 5's stays faded.
-      await recordRevalidation(db, { cls: 2, expected: 40 }, false, NOW + 35 * DAY);
-      const one = await revalidationMultipliers(db, NOW + 35 * DAY);
-      expect(one[5]).toBeLessThan(1.1);
     });
 
     for (const { label, winner, loser } of RANKING_CASES) {

@@ -207,14 +207,15 @@ export async function recordRevalidation(tx: Tx, sample: RevalidationSample, fou
 }
 
 /**
- * Each class's learnt multiplier (see learnedMultipliers), from revalidation_learning, its counts decayed to `now`: a
- * class not re-read for weeks keeps its ratio but weighs little beside the others, and its multiplier returns towards 1.
+ * Each class's learnt multiplier (see learnedMultipliers), from revalidation_learning's counts as they stand: a class
+ * re-read rarely — because it was learnt to find little — keeps that evidence until it is re-read again. (Decaying the
+ * counts to now brought such classes, the resolved tickets' above all, back towards 1 between their re-reads: more of
+ * them re-read, and on `small` detail-only changes found later, p50 1.1 → 1.2 h; bench/README.md.)
  */
-export async function revalidationMultipliers(tx: Tx, now: number): Promise<number[]> {
-  const d = decay(sql`extract(epoch from (${isoMicros(now)}::timestamptz - updated_at))`, LEARNING_DECAY_MS);
+export async function revalidationMultipliers(tx: Tx): Promise<number[]> {
   const rows = await queryRows<{ class: number; found: number | string; expected: number | string }>(
     tx,
-    sql`select class, (found * ${d})::float8 as found, (expected * ${d})::float8 as expected from revalidation_learning`,
+    sql`select class, found, expected from revalidation_learning`,
   );
   return learnedMultipliers(rows.map((r) => ({ cls: Number(r.class), found: Number(r.found), expected: Number(r.expected) })));
 }
