@@ -16,7 +16,7 @@ import {
   plannerHistory,
   recordRevalidation,
   revalidationMultipliers,
-  revalidationSample,
+  type RevalidationSample,
 } from '../db/repos/work.ts';
 import {
   coerceError,
@@ -257,10 +257,12 @@ export class SyncEngine {
       revalidateLimit > 0
         ? await pickRevalidate(this.#o.db, now, revalidateLimit, plan.revalidateMinAgeMs, await revalidationMultipliers(this.#o.db))
         : [];
+    // What each re-read teaches the order: as its ticket stood when it was picked.
+    const samples = new Map(revalidate.map((p) => [p.id, p]));
     const jobs: Array<[string, RequestKind]> = [
       ...due.map((id): [string, RequestKind] => [id, 'detail']),
       ...backfill.map((id): [string, RequestKind] => [id, 'backfill']),
-      ...revalidate.map((id): [string, RequestKind] => [id, 'revalidate']),
+      ...revalidate.map(({ id }): [string, RequestKind] => [id, 'revalidate']),
     ];
     // Workers take jobs in order and stop taking new ones after a failure that ends the pass.
     let stop: Error | null = null;
@@ -269,7 +271,7 @@ export class SyncEngine {
       while (!stop && next < jobs.length && !yieldNow(jobs[next]![1] !== 'detail')) {
         const [id, kind] = jobs[next++]!;
         try {
-          await this.#fetchDetail(id, kind, summary);
+          await this.#fetchDetail(id, kind, summary, kind === 'revalidate' ? samples.get(id) : undefined);
         } catch (error) {
           stop ??= coerceError(error);
         }
@@ -329,7 +331,8 @@ export class SyncEngine {
     this.events.safeEmit('list:failed', { list, error });
   }
 
-  async #fetchDetail(id: string, kind: RequestKind, summary: PassSummary): Promise<void> {
+  /** Fetches and stores one detail; a re-read's `sample` (from pickRevalidate) is counted in the same transaction. */
+  async #fetchDetail(id: string, kind: RequestKind, summary: PassSummary, sample?: RevalidationSample): Promise<void> {
     const requestedAt = isoMicros(this.#o.clock.now());
     const { db } = this.#o;
     try {
@@ -337,9 +340,8 @@ export class SyncEngine {
       const mapped = mapDetail(response.body, id);
       if (mapped.problems.length > 0) this.#o.logger.warn({ ticket: id, problems: mapped.problems }, 'odd values in a ticket detail');
       const result = await db.transaction(async (tx) => {
-        // A re-read teaches the revalidation order whether it found a change (db/repos/work.ts), in the detail's transaction.
-        const sample = kind === 'revalidate' ? await revalidationSample(tx, id, response.at) : null;
         const written = await writeDetail(tx, mapped, isoMicros(response.at), requestedAt);
+        // A re-read teaches the revalidation order whether it found a change (db/repos/work.ts), in the detail's transaction.
         if (sample) await recordRevalidation(tx, sample, written.changed, response.at);
         return written;
       });

@@ -10,7 +10,6 @@ import {
   plannerHistory,
   recordRevalidation,
   revalidationMultipliers,
-  revalidationSample,
 } from '../../src/db/repos/work.ts';
 import { neutralMultipliers } from '../../src/model/revalidation.ts';
 import { BUCKET_MS } from '../../src/model/plannerHistory.ts';
@@ -220,7 +219,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       await insertTickets(db, [{ id: 'due', dueSince: NOW - MIN }, { id: 'bf', open: true }, { id: 'old', open: true, syncedAt: LONG_AGO }]);
       expect(await pickDue(db, NOW, 0)).toEqual([]);
       expect(await pickBackfill(db, NOW, 0)).toEqual([]);
-      expect(await pickRevalidate(db, NOW, 0, HOUR)).toEqual([]);
+      expect(await picked(db, NOW, 0, HOUR)).toEqual([]);
     });
 
     it('pickDue takes the oldest request first, ties by id, up to the limit, skipping tickets in back-off', async () => {
@@ -255,14 +254,22 @@ describe.each(backends)('work queries on $name', ({ open }) => {
     });
   });
 
+  /** The ids pickRevalidate picks, in order. */
+  const picked = async (...args: Parameters<typeof pickRevalidate>) => (await pickRevalidate(...args)).map((p) => p.id);
+  /** What a re-read of `id` at `at` would teach (its pick's class and expected worth); null when it is not pickable. */
+  const sampleOf = async (id: string, at: number) => {
+    const pick = (await pickRevalidate(db, at, 1_000, 0)).find((p) => p.id === id);
+    return pick ? { cls: pick.cls, expected: pick.expected } : null;
+  };
+
   describe('pickRevalidate', () => {
     it('prefers an open stale ticket over an equally stale resolved one', async () => {
       await insertTickets(db, [
         { id: 'a-resolved', resolved: true, syncedAt: NOW - 2 * DAY },
         { id: 'b-open', open: true, syncedAt: NOW - 2 * DAY },
       ]);
-      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['b-open', 'a-resolved']);
-      expect(await pickRevalidate(db, NOW, 1, HOUR)).toEqual(['b-open']);
+      expect(await picked(db, NOW, 10, HOUR)).toEqual(['b-open', 'a-resolved']);
+      expect(await picked(db, NOW, 1, HOUR)).toEqual(['b-open']);
     });
 
     it('skips due, never-fetched, deleted and backed-off tickets', async () => {
@@ -274,7 +281,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'deleted', open: true, syncedAt: NOW - DAY, deletedAt: NOW - HOUR },
         { id: 'held', open: true, syncedAt: NOW - DAY, retryAfter: NOW + 1 },
       ]);
-      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['ok', 'retry-over']);
+      expect(await picked(db, NOW, 10, HOUR)).toEqual(['ok', 'retry-over']);
     });
 
     it('never picks a detail read less than the minimum age it is given (the planner derives it: one hour here)', async () => {
@@ -287,9 +294,9 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         // A resolved ticket's weight is tiny, but the minimum age is what excludes it, not its rank.
         { id: 'resolved-read-1-min-ago', resolved: true, syncedAt: NOW - MIN },
       ]);
-      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['read-2-h-ago', 'read-just-over-min-age']);
+      expect(await picked(db, NOW, 10, HOUR)).toEqual(['read-2-h-ago', 'read-just-over-min-age']);
       // An hour later, every detail read before NOW is old enough.
-      expect(await pickRevalidate(db, NOW + HOUR, 10, HOUR)).toEqual([
+      expect(await picked(db, NOW + HOUR, 10, HOUR)).toEqual([
         'read-2-h-ago',
         'read-just-over-min-age',
         'read-just-under-min-age',
@@ -297,7 +304,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         'resolved-read-1-min-ago',
       ]);
       // With a budget far larger than the mirror the planner's minimum age is short (its sweep interval): 30 s here.
-      expect(await pickRevalidate(db, NOW, 10, 30_000)).toEqual([
+      expect(await picked(db, NOW, 10, 30_000)).toEqual([
         'read-2-h-ago',
         'read-just-over-min-age',
         'read-just-under-min-age',
@@ -312,11 +319,11 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'a-idle', open: true, syncedAt: NOW - 3 * HOUR },
         { id: 'b-unread', open: true, unread: true, syncedAt: NOW - 1.9 * HOUR },
       ]);
-      expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['a-idle', 'b-unread']);
-      expect(await pickRevalidate(db, NOW, 10, HOUR, neutralMultipliers())).toEqual(['a-idle', 'b-unread']);
+      expect(await picked(db, NOW, 10, HOUR)).toEqual(['a-idle', 'b-unread']);
+      expect(await picked(db, NOW, 10, HOUR, neutralMultipliers())).toEqual(['a-idle', 'b-unread']);
       // Re-reads of unread, long-idle open tickets (class 5) found a change every time; of read idle ones (class 2), never.
-      const unread = (await revalidationSample(db, 'b-unread', NOW))!;
-      const idle = (await revalidationSample(db, 'a-idle', NOW))!;
+      const unread = (await sampleOf('b-unread', NOW))!;
+      const idle = (await sampleOf('a-idle', NOW))!;
       expect(unread.cls).toBe(5);
       expect(idle.cls).toBe(2);
       for (let i = 0; i < 20; i++) {
@@ -326,25 +333,25 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       const learnt = await revalidationMultipliers(db);
       expect(learnt[5]).toBeGreaterThan(1);
       expect(learnt[2]).toBeLessThan(1);
-      expect(await pickRevalidate(db, NOW, 10, HOUR, learnt)).toEqual(['b-unread', 'a-idle']);
+      expect(await picked(db, NOW, 10, HOUR, learnt)).toEqual(['b-unread', 'a-idle']);
     });
 
-    it('a sample is what the ticket looked like before its re-read: class and fixed weight × hours since read', async () => {
+    it('each pick carries what its re-read teaches: the ticket\'s class and fixed weight × hours since read', async () => {
       await insertTickets(db, [
         { id: 'open-active', open: true, lastContactAt: NOW - HOUR, syncedAt: NOW - 2 * HOUR },
         { id: 'resolved-unread-day', resolved: true, unread: true, updatedAt: NOW - 10 * HOUR, syncedAt: NOW - 4 * HOUR },
         { id: 'no-activity', self: true, createdAt: null, syncedAt: NOW - HOUR },
         { id: 'never-read', open: true },
       ]);
-      const active = (await revalidationSample(db, 'open-active', NOW))!;
+      const active = (await sampleOf('open-active', NOW))!;
       expect(active.cls).toBe(0);
       expect(active.expected).toBeCloseTo(2 * (1 + 0.5 * Math.exp(-1 / 24)), 6);
-      const resolved = (await revalidationSample(db, 'resolved-unread-day', NOW))!;
+      const resolved = (await sampleOf('resolved-unread-day', NOW))!;
       expect(resolved.cls).toBe(6 + 3 + 1);
       expect(resolved.expected).toBeCloseTo(4 * 0.005 * 1.5 * (1 + 0.5 * Math.exp(-10 / 24)), 6);
-      expect(await revalidationSample(db, 'no-activity', NOW)).toEqual({ cls: 2, expected: 1 });
-      expect(await revalidationSample(db, 'never-read', NOW)).toBeNull();
-      expect(await revalidationSample(db, 'no-such-ticket', NOW)).toBeNull();
+      expect(await sampleOf('no-activity', NOW)).toEqual({ cls: 2, expected: 1 });
+      expect(await sampleOf('never-read', NOW)).toBeNull();
+      expect(await sampleOf('no-such-ticket', NOW)).toBeNull();
     });
 
     const learning = async (cls: number) => {
@@ -397,7 +404,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
           { id: 'a', ...loser },
           { id: 'b', ...winner },
         ]);
-        expect(await pickRevalidate(db, NOW, 10, HOUR)).toEqual(['b', 'a']);
+        expect(await picked(db, NOW, 10, HOUR)).toEqual(['b', 'a']);
       });
     }
   });

@@ -146,6 +146,10 @@ function staleHours(at: string): SQL {
  * open ticket must come round, or the mirror is never exact. A detail read within the last `minAgeMs` is never re-read
  * (the planner derives it: `Plan.revalidateMinAgeMs`): with a budget far larger than the mirror, revalidation would
  * otherwise read the same few tickets on every pass.
+ *
+ * Each pick carries what its re-read teaches (recordRevalidation): the ticket's class and the staleness × fixed weight
+ * it was ranked by, as the ticket stood before its detail is written again — the ranking's own figures, not a second
+ * read of the row.
  */
 export async function pickRevalidate(
   tx: Tx,
@@ -153,19 +157,20 @@ export async function pickRevalidate(
   limit: number,
   minAgeMs: number,
   multipliers: readonly number[] = neutralMultipliers(),
-): Promise<string[]> {
+): Promise<RevalidationPick[]> {
   if (limit <= 0) return [];
   const at = isoMicros(now);
   const learnt = `{${multipliers.map((m) => (Number.isFinite(m) && m > 0 ? m : 1)).join(',')}}`;
-  const rows = await queryRows<{ id: string }>(
+  const rows = await queryRows<{ id: string; cls: number; expected: number | string }>(
     tx,
-    sql`select id from tickets
-        where detail_synced_at < ${isoMicros(now - minAgeMs)}::timestamptz and detail_due_since is null
-          and ${fetchable(at)}
-        order by coalesce((${learnt}::float8[])[${revalidationClass(at)} + 1], 1.0) * ${fixedWeight(at)} * ${staleHours(at)} desc, id
+    sql`select id, cls, expected from (
+          select id, ${revalidationClass(at)}::int as cls, (${fixedWeight(at)} * ${staleHours(at)})::float8 as expected from tickets
+          where detail_synced_at < ${isoMicros(now - minAgeMs)}::timestamptz and detail_due_since is null
+            and ${fetchable(at)}) t
+        order by coalesce((${learnt}::float8[])[cls + 1], 1.0) * expected desc, id
         limit ${limit}`,
   );
-  return rows.map((r) => r.id);
+  return rows.map((r) => ({ id: r.id, cls: Number(r.cls), expected: Number(r.expected) }));
 }
 
 /** A re-read about to be made: the ticket's class and its expected worth under the fixed weights (see fixedWeight). */
@@ -174,16 +179,9 @@ export interface RevalidationSample {
   expected: number;
 }
 
-/** The sample of a ticket's re-read, taken before its detail is written (which changes what it is computed from). */
-export async function revalidationSample(tx: Tx, id: string, at: number): Promise<RevalidationSample | null> {
-  const iso = isoMicros(at);
-  const [row] = await queryRows<{ cls: number; expected: number | string | null }>(
-    tx,
-    sql`select ${revalidationClass(iso)}::int as cls, (${fixedWeight(iso)} * greatest(0.0, ${staleHours(iso)}))::float8 as expected
-        from tickets where id = ${id} and detail_synced_at is not null`,
-  );
-  if (row === undefined || row.expected === null) return null;
-  return { cls: Number(row.cls), expected: Number(row.expected) };
+/** A ticket picked for a re-read, with what that re-read will teach. */
+export interface RevalidationPick extends RevalidationSample {
+  id: string;
 }
 
 /** Time constant of the learning's decay: what was seen a week ago counts e^−1 as much as what is seen now. */
