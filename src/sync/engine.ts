@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
-import { ledgerAheadMs, restampFuture } from '../db/repos/clockSetBack.ts';
+import { restampFuture } from '../db/repos/clockSetBack.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import {
@@ -221,11 +221,12 @@ export class SyncEngine {
 
   /**
    * When the newest ledger row lies ahead of the clock, the clock was set back: what the mirror stamped meanwhile is
-   * brought back to now, and the budget reloaded (db/repos/clockSetBack.ts). One index probe a pass otherwise.
+   * brought back to now, and the budget reloaded (db/repos/clockSetBack.ts). The gate holds the ledger's last 24 h (a
+   * fleet worker rebuilds the engine when another process wrote to it), so otherwise this costs no query.
    */
   async #afterClockSetBack(now: number): Promise<void> {
     const { db, logger, limits } = this.#o;
-    const aheadMs = await ledgerAheadMs(db, now);
+    const aheadMs = (this.gate.newestAt ?? now) - now;
     if (aheadMs <= CLOCK_SET_BACK_MS) return;
     await db.transaction((tx) => restampFuture(tx, now));
     this.gate.clockSetBack(await loadSamples(db, now - DAY_MS, limits.minute), aheadMs);

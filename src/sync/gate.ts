@@ -122,6 +122,11 @@ export class BudgetGate implements RequestGate {
     if (drop > 0) this.#samples.splice(0, drop);
   }
 
+  /** When the newest request this gate knows of was sent (the ledger's newest, as loaded and noted); null when none. */
+  get newestAt(): number | null {
+    return this.#samples.at(-1)?.at ?? null;
+  }
+
   /**
    * The host clock was set back by `aheadMs` and the ledger restamped (db/repos/clockSetBack.ts): the samples are the
    * ledger's again, and a 429's back-off, reckoned on the clock that ran ahead, ends as much earlier.

@@ -1,5 +1,5 @@
 import { isoMicros } from '../../time.ts';
-import { queryRows, sql, type Tx } from '../connect.ts';
+import { sql, type Tx } from '../connect.ts';
 
 /**
  * A host clock set back: it ran ahead (a bad real-time clock at boot, a virtual machine restored with the wrong time)
@@ -15,16 +15,6 @@ import { queryRows, sql, type Tx } from '../connect.ts';
  * budget never counts less than was sent); states the history recorded while the clock was ahead become periods of no
  * length at now (when they held is not known); and the ledger's hours put those requests at now.
  */
-
-/** How far (ms) the newest request in the ledger lies ahead of `now`; 0 when none does. */
-export async function ledgerAheadMs(tx: Tx, now: number): Promise<number> {
-  const [row] = await queryRows<{ ms: string | number | null }>(
-    tx,
-    sql`select (extract(epoch from (max(at) - ${isoMicros(now)}::timestamptz)) * 1000)::float8 as ms from api_requests`,
-  );
-  const ms = row?.ms == null ? 0 : Number(row.ms);
-  return Number.isFinite(ms) && ms > 0 ? ms : 0;
-}
 
 /**
  * Brings every instant the mirror wrote from its own clock back to `now` where it lies ahead of it. Call inside a
