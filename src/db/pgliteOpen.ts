@@ -84,10 +84,14 @@ async function initdbInChild(dir: string): Promise<void> {
   rmSync(scratch, { recursive: true, force: true });
 }
 
-/** Scratch folders of earlier attempts, whose process died before it moved them into place. */
+/**
+ * Scratch folders of earlier attempts, whose process died before it moved them into place. The initdb child of a
+ * process killed mid-start outlives it and may still be writing into its folder: the removal is retried (ENOTEMPTY)
+ * for about five seconds (ten tries, 0.1 s longer each) rather than failing the start.
+ */
 function removeScratch(dir: string): void {
   if (!existsSync(dir)) return;
   for (const name of readdirSync(dir)) {
-    if (name.startsWith(SCRATCH_PREFIX)) rmSync(join(dir, name), { recursive: true, force: true });
+    if (name.startsWith(SCRATCH_PREFIX)) rmSync(join(dir, name), { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
