@@ -40,14 +40,23 @@ export function cliOutput(
   return { logger, terminal };
 }
 
-/** The configured database; its migrate also writes the REPORT_* settings into report_settings. */
-export function openConfiguredDatabase(config: Config): Promise<Database> {
-  return openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, schema: config.dbSchema, report: config.report });
+/**
+ * The configured database; its migrate also writes the REPORT_* settings into report_settings. Given a logger, it says
+ * when it creates the embedded database (a first start is otherwise silent while initdb runs).
+ */
+export function openConfiguredDatabase(config: Config, logger?: Logger): Promise<Database> {
+  return openDatabase({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: config.pgliteDir,
+    schema: config.dbSchema,
+    report: config.report,
+    onCreate: logger && ((dir) => logger.info({ dir }, 'creating the embedded database (first start; initdb takes a few seconds)')),
+  });
 }
 
 /** Opens the database, runs `fn`, and closes it whatever happens. */
-export async function withDatabase<T>(config: Config, fn: (database: Database) => Promise<T>): Promise<T> {
-  const database = await openConfiguredDatabase(config);
+export async function withDatabase<T>(config: Config, fn: (database: Database) => Promise<T>, logger?: Logger): Promise<T> {
+  const database = await openConfiguredDatabase(config, logger);
   try {
     return await fn(database);
   } finally {

@@ -52,10 +52,14 @@ export function buildProgram(): Command {
     .description('apply database migrations (a no-op when the schema is current)')
     .action(async () => {
       const { config, logger } = commandContext();
-      await withDatabase(config, async (database) => {
-        await database.migrate();
-        logger.info({ backend: database.kind, schema: database.schema }, 'database schema is current');
-      });
+      await withDatabase(
+        config,
+        async (database) => {
+          await database.migrate();
+          logger.info({ backend: database.kind, schema: database.schema }, 'database schema is current');
+        },
+        logger,
+      );
     });
 
   program

@@ -46,6 +46,8 @@ export interface OpenDatabaseOptions {
   applicationName?: string;
   /** Written into report_settings by every migrate (REPORT_* of the configuration). @default the row is left as it is */
   report?: ReportSettings | undefined;
+  /** Told before the embedded database is created in an empty folder (initdb: seconds, longer on a busy machine). */
+  onCreate?: (dir: string) => void;
 }
 
 const MIGRATIONS = fileURLToPath(new URL('../../migrations', import.meta.url));
@@ -55,7 +57,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const schemaName = options.schema ?? 'public';
   if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5), options.report, options.applicationName);
   if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
-  return openPglite(options.pgliteDir, schemaName, options.report);
+  return openPglite(options.pgliteDir, schemaName, options.report, options.onCreate);
 }
 
 /** What every migrate does after the migrations: comments from their one source, and the report settings. */
@@ -112,7 +114,7 @@ async function openPostgres(url: string, schemaName: string, max: number, report
   };
 }
 
-async function openPglite(dir: string, schemaName: string, report: ReportSettings | undefined): Promise<Database> {
+async function openPglite(dir: string, schemaName: string, report: ReportSettings | undefined, onCreate?: (dir: string) => void): Promise<Database> {
   // Loaded here, not with this module: PGlite's code costs a process on PostgreSQL ~45 MB it never uses.
   const [{ drizzle: drizzlePglite }, { migrate: migratePglite }, { openPgliteFolder }] = await Promise.all([
     import('drizzle-orm/pglite'),
@@ -122,7 +124,7 @@ async function openPglite(dir: string, schemaName: string, report: ReportSetting
   const lock: FolderLock = lockDataFolder(dir);
   let client: PGlite;
   try {
-    client = await openPgliteFolder(dir);
+    client = await openPgliteFolder(dir, onCreate);
     await client.exec(`set time zone 'UTC'; create schema if not exists ${quoteIdent(schemaName)}; set search_path to ${quoteIdent(schemaName)}`);
   } catch (error) {
     lock.release();

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
@@ -45,33 +45,42 @@ const MARKER = 'PG_VERSION';
 
 const settingArgs = (): string[] => Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
 
-/** Opens the database in `dir` (which the caller has locked), creating it first if there is none. */
-export async function openPgliteFolder(dir: string): Promise<PGlite> {
+/**
+ * Opens the database in `dir` (which the caller has locked), creating it first if there is none (`onCreate` is told
+ * first: the process is otherwise silent for the seconds initdb takes).
+ */
+export async function openPgliteFolder(dir: string, onCreate?: (dir: string) => void): Promise<PGlite> {
   for (const flag of V8_FLAGS) setFlagsFromString(flag);
   removeScratch(dir);
-  if (!existsSync(join(dir, MARKER))) await initdbInChild(dir);
+  if (!existsSync(join(dir, MARKER))) {
+    onCreate?.(dir);
+    await initdbInChild(dir);
+  }
   return PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, ...settingArgs()] });
 }
 
 /** Runs initdb in a child process into a scratch folder, then moves the new database into `dir`, PG_VERSION last. */
 async function initdbInChild(dir: string): Promise<void> {
-  const scratch = join(dir, `${SCRATCH_PREFIX}${process.pid}`);
-  mkdirSync(scratch, { recursive: true, mode: 0o700 });
+  // The child names its scratch folder after its own pid, so that a later start can tell whether it still runs.
   const script =
+    `import { mkdirSync } from 'node:fs';\n` +
     `import { setFlagsFromString } from 'node:v8';\n` +
     `for (const flag of ${JSON.stringify(V8_FLAGS)}) setFlagsFromString(flag);\n` +
     `const { PGlite } = await import(${JSON.stringify(import.meta.resolve('@electric-sql/pglite'))});\n` +
-    `const db = await PGlite.create(${JSON.stringify(scratch)}, { initDbStartParams: ${JSON.stringify(settingArgs())} });\n` +
+    `const scratch = ${JSON.stringify(join(dir, SCRATCH_PREFIX))} + process.pid;\n` +
+    `mkdirSync(scratch, { recursive: true, mode: 0o700 });\n` +
+    `const db = await PGlite.create(scratch, { initDbStartParams: ${JSON.stringify(settingArgs())} });\n` +
     `await db.close();\n`;
-  await new Promise<void>((resolve, reject) => {
+  const scratch = await new Promise<string>((resolve, reject) => {
     // Plain JavaScript and no loader: the child needs nothing of this code base but PGlite.
     const child = spawn(process.execPath, ['--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const scratch = join(dir, `${SCRATCH_PREFIX}${child.pid}`);
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
     child.on('error', reject);
     child.on('exit', (code, signal) =>
       code === 0 && existsSync(join(scratch, MARKER))
-        ? resolve()
+        ? resolve(scratch)
         : reject(new Error(`could not create the embedded database in ${dir}: initdb ${signal ? `was killed (${signal})` : `exited with ${code}`}: ${stderr.trim()}`)),
     );
   });
@@ -86,12 +95,35 @@ async function initdbInChild(dir: string): Promise<void> {
 
 /**
  * Scratch folders of earlier attempts, whose process died before it moved them into place. The initdb child of a
- * process killed mid-start outlives it and may still be writing into its folder: the removal is retried (ENOTEMPTY)
- * for about five seconds (ten tries, 0.1 s longer each) rather than failing the start.
+ * process killed mid-start outlives it (a supervisor that kills the main process alone, `kill -9`): it would go on
+ * writing into its folder for the rest of its initdb, at ~500 MB resident, and a start that a supervisor keeps killing
+ * early would pile them up. Each folder is named after its child, which is killed first when it still runs (Linux:
+ * a process of that pid whose command line is this folder's initdb). Where that cannot be told, or while a killed one
+ * winds down, the removal is retried (ENOTEMPTY) for about five seconds (ten tries, 0.1 s longer each) rather than
+ * failing the start.
  */
 function removeScratch(dir: string): void {
   if (!existsSync(dir)) return;
   for (const name of readdirSync(dir)) {
-    if (name.startsWith(SCRATCH_PREFIX)) rmSync(join(dir, name), { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    if (!name.startsWith(SCRATCH_PREFIX)) continue;
+    stopOrphanedInitdb(Number(name.slice(SCRATCH_PREFIX.length)), dir);
+    rmSync(join(dir, name), { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  }
+}
+
+/** Kills the initdb child `pid` of an earlier start in `dir`, if it still runs; anything else of that pid is left alone. */
+function stopOrphanedInitdb(pid: number, dir: string): void {
+  if (!Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) return;
+  let commandLine: string;
+  try {
+    commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return; // gone, or no /proc to tell whose it is
+  }
+  if (!commandLine.includes(JSON.stringify(join(dir, SCRATCH_PREFIX))) || !commandLine.includes('PGlite.create')) return;
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone meanwhile
   }
 }

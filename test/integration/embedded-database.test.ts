@@ -116,10 +116,15 @@ describe('run on a fresh embedded database', { timeout: 240_000 }, () => {
     run = startRun(await env());
     const dir = join(run.cwd, 'pglite');
     await waitUntil('initdb runs', () => existsSync(dir) && scratchOf(dir).length > 0, 60_000, run);
+    await waitUntil('it says so', () => run!.output().includes('creating the embedded database'), 10_000, run);
     run.child.kill('SIGKILL');
     await run.exited;
-    // Its initdb child outlives it, writing into its own scratch folder, which the next start removes.
-    orphans = processesMentioning(join(dir, scratchOf(dir)[0] ?? '.initdb-'));
+    // Its initdb child outlives it, writing into its own scratch folder, named after it. Stopped here, so that it is
+    // still there at the next start however fast its initdb would have ended (as one that hangs, or a slow machine's).
+    orphans = processesMentioning(JSON.stringify(join(dir, '.initdb-')));
+    expect(orphans).toHaveLength(1);
+    expect(scratchOf(dir)).toEqual([`.initdb-${orphans[0]}`]);
+    process.kill(orphans[0]!, 'SIGSTOP');
     expect(existsSync(join(dir, 'PG_VERSION'))).toBe(false);
 
     const database = await openDatabase({ pgliteDir: dir });
@@ -127,6 +132,9 @@ describe('run on a fresh embedded database', { timeout: 240_000 }, () => {
       await database.migrate();
       expect(await queryRows(database.db, sql`select count(*)::int as n from tickets`)).toEqual([{ n: 0 }]);
       expect(existsSync(join(dir, 'PG_VERSION'))).toBe(true);
+      expect(scratchOf(dir)).toEqual([]);
+      // The next start killed the orphan before removing its folder.
+      await waitUntil('the orphaned initdb is gone', () => !alive(orphans[0]!), 10_000);
     } finally {
       await database.close();
     }
@@ -145,6 +153,15 @@ function processesMentioning(text: string): number[] {
     }
   }
   return pids;
+}
+
+/** Whether a process runs (a zombie, killed and not yet reaped by whoever adopted it, does not). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 function killQuietly(pid: number): void {

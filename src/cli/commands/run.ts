@@ -17,7 +17,7 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
   requireApi(config);
   // Listening first: a signal that arrives while the database opens still stops gracefully.
   const signalled = stopRequested(logger, { startedByNpm: process.env.npm_lifecycle_event !== undefined });
-  const database = await openConfiguredDatabase(config);
+  const database = await openConfiguredDatabase(config, logger);
   // With the embedded database, where the other commands find this daemon while it holds the folder (status reads it
   // through its servers; the write commands say how to reach it).
   const runtime: DaemonRuntime | undefined =
