@@ -13,8 +13,23 @@ import { EXIT } from './exit.ts';
  *   it; the embedded database's lock is taken over from the dead pid.
  *
  * Both go through the redacting logger, so no secret reaches the line.
+ *
+ * - Standard output or error whose reader has gone (`ticket-mirror status | head -1`, a supervisor or log shipper that
+ *   closed the daemon's pipe) fails the next write there with EPIPE, emitted as an 'error' event. Unheard, that was an
+ *   uncaught exception: a command that had done its work exited 1 calling it a bug, and a daemon logging pretty lines
+ *   died at its next line, to be restarted into the same end. What goes there is lost, nothing else: the process goes
+ *   on. Another write error (a full disk under a redirected output) leaves the output incomplete: exit 1 at the end.
  */
-export function installProcessGuards(logger: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
+export function installProcessGuards(
+  logger: Logger,
+  exit: (code: number) => void = (code) => process.exit(code),
+  outputs: readonly NodeJS.EventEmitter[] = [process.stdout, process.stderr],
+): void {
+  for (const output of outputs) {
+    output.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') process.exitCode = EXIT.failure;
+    });
+  }
   process.on('unhandledRejection', (reason) => {
     logger.error({ err: reason }, 'unhandled promise rejection (a bug): logged, the process carries on');
   });

@@ -30,10 +30,8 @@ export async function fleetStatusCommand({ config }: CommandContext, options: { 
       queues: queueReader(fleet.db, jobsSchema),
       now: Date.now(),
     });
-    // A thousand lines are often cut short (`fleet status | head`): a closed pipe ends the output, not in a crash.
-    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE') process.exitCode = EXIT.failure;
-    });
+    // A thousand lines are often cut short (`fleet status | head`): a closed pipe ends the output, not in a crash
+    // (cli/processGuards.ts).
     process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatFleetStatus(status));
   } finally {
     await fleet.close();
