@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { tokenCharactersProblem } from '../config/loadConfig.ts';
 import { ConfigError } from '../errors.ts';
 import { MAX_TOKEN_BYTES } from '../fleet/tokenSeal.ts';
 
@@ -48,15 +49,16 @@ export async function readToken(options: TokenSource, stdin: NodeJS.ReadStream =
   }
 }
 
-/** A token as given, trimmed; refused (without showing it) when empty, too long, or holding a space or control character. */
+/**
+ * A token as given, trimmed; refused (without showing it) when empty, too long, or holding a space, a control character
+ * or a character outside ASCII (see tokenCharactersProblem: TICKETS_API_TOKEN's rule).
+ */
 export function checkToken(raw: string, from: string): string {
   const token = raw.trim();
   if (token === '') throw new ConfigError([`the token from ${from} is empty`]);
   if (Buffer.byteLength(token) > MAX_TOKEN_BYTES) throw new ConfigError([`the token from ${from} is longer than ${MAX_TOKEN_BYTES} bytes`]);
-  // It goes into an Authorization header: a line break or a space inside would be two tokens, or a header of its own.
-  if (/[\s\p{Cc}]/u.test(token)) {
-    throw new ConfigError([`the token from ${from} holds a space, a line break or a control character (it is not shown): give one token on one line`]);
-  }
+  const problem = tokenCharactersProblem(token);
+  if (problem) throw new ConfigError([`the token from ${from} ${problem}`]);
   return token;
 }
 

@@ -339,15 +339,32 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
     problems.push('TICKETS_API_TOKEN_FILE is set together with TICKETS_API_TOKEN: set only one');
     return undefined;
   }
-  if (!file) return direct;
+  const checked = (token: string | undefined, name: string): string | undefined => {
+    const problem = token === undefined ? null : tokenCharactersProblem(token);
+    if (problem) problems.push(`${name} ${problem}`);
+    return problem ? undefined : token;
+  };
+  if (!file) return checked(direct, 'TICKETS_API_TOKEN');
   try {
     const token = readFileSync(resolve(cwd, file), 'utf8').trim();
     if (!token) problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} is empty`);
-    return token || undefined;
+    return checked(token || undefined, `TICKETS_API_TOKEN_FILE=${JSON.stringify(file)}`);
   } catch (error) {
     problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${(error as NodeJS.ErrnoException).code})`);
     return undefined;
   }
+}
+
+/**
+ * What is wrong with the characters of a bearer token (trimmed), or null; never shows the token. It goes into an
+ * Authorization header: a space or a line break inside would be two tokens or a header of its own, and Node refuses a
+ * header holding a character outside Latin-1 at every request (ERR_INVALID_CHAR: each pass failed, and `run` retried
+ * forever). A bearer token is printable ASCII (RFC 6750), so nothing else is taken.
+ */
+export function tokenCharactersProblem(token: string): string | null {
+  return /^[\x21-\x7e]*$/.test(token)
+    ? null
+    : 'holds a space, a line break, a control character or a character outside ASCII (it is not shown): give one token on one line';
 }
 
 /**

@@ -140,6 +140,32 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes a token file with CRLF, a byte order mark or surrounding blanks as the token it holds', () => {
+    const cwd = emptyDir();
+    for (const [name, text] of [['crlf', 'tok-123\r\n'], ['bom', '\uFEFFtok-123\n'], ['blanks', '  tok-123 \n\n']]) {
+      writeFileSync(join(cwd, name!), text!);
+      expect(loadConfig({ TICKETS_API_TOKEN_FILE: name }, { cwd }).apiToken).toBe('tok-123');
+    }
+  });
+
+  // Node refuses such a header at every request (ERR_INVALID_CHAR): `sync` failed each pass on "GET /api/v1/tickets:
+  // ERR_INVALID_CHAR", its requests counted against the budget, and `run` retried it forever.
+  it.each([
+    ['a line break', 'tok-secret\nmore'],
+    ['a space', 'tok-secret more'],
+    ['a character outside Latin-1', 'tok-secret\u20ac'],
+    ['a character outside ASCII', 'tok-secret\u00e9'],
+    ['a control character', 'tok-secret\u0007'],
+  ])('refuses a token holding %s, from TICKETS_API_TOKEN or its file, without showing it', (_what, token) => {
+    const cwd = emptyDir();
+    writeFileSync(join(cwd, 'token'), `${token}\n`);
+    const direct = problemsOf(() => loadConfig({ TICKETS_API_TOKEN: token }, { cwd }));
+    expect(direct).toEqual([expect.stringMatching(/^TICKETS_API_TOKEN holds a space, a line break, a control character or a character outside ASCII/)]);
+    const file = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'token' }, { cwd }));
+    expect(file).toEqual([expect.stringMatching(/^TICKETS_API_TOKEN_FILE="token" holds a space, a line break, a control character or a character outside ASCII/)]);
+    expect(JSON.stringify([direct, file])).not.toContain('tok-secret');
+  });
+
   it('requireApi names what run/sync/reply miss, in one line, with the demo hint', () => {
     expect(problemsOf(() => requireApi(loadConfig({}, { cwd: emptyDir() })))).toEqual([
       expect.stringMatching(/^TICKETS_API_URL is not set: .*npm run demo/),
