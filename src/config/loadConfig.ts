@@ -17,16 +17,24 @@ import { parseBusinessHours, parseDuration, parseTimeZone } from './reportSettin
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOG_FORMATS = ['json', 'pretty'] as const;
 
+/**
+ * A number variable, empty or blank taken as unset (its default), as every text variable is: coerced as it was, an
+ * empty value read as 0 — `API_RESERVE=` left no reserve, `HTTP_PORT=` turned the server off.
+ */
+const number = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema);
+
 const port = (fallback: number) =>
-  z.coerce
-    .number({ error: 'must be a port number' })
-    .int('must be a whole number')
-    .min(0, 'must be between 0 and 65535')
-    .max(65535, 'must be between 0 and 65535')
-    .default(fallback);
+  number(
+    z.coerce
+      .number({ error: 'must be a port number' })
+      .int('must be a whole number')
+      .min(0, 'must be between 0 and 65535')
+      .max(65535, 'must be between 0 and 65535')
+      .default(fallback),
+  );
 
 const positiveInt = (fallback: number) =>
-  z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+  number(z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback));
 
 /** A transform from a parser that throws: its message becomes the variable's problem. */
 const parsedBy =
@@ -88,12 +96,14 @@ const EnvSchema = z.object({
    * Fleet accounts with a Prometheus label of their own on `fleet run`'s /metrics (the oldest first); the others are
    * summed as account="_other", so the series stay bounded (fleet/metrics.ts). @default 200
    */
-  FLEET_METRICS_ACCOUNTS: z.coerce
-    .number({ error: 'must be a number of accounts' })
-    .int('must be a whole number')
-    .min(0, 'must be between 0 and 10000')
-    .max(10_000, 'must be between 0 and 10000')
-    .default(200),
+  FLEET_METRICS_ACCOUNTS: number(
+    z.coerce
+      .number({ error: 'must be a number of accounts' })
+      .int('must be a whole number')
+      .min(0, 'must be between 0 and 10000')
+      .max(10_000, 'must be between 0 and 10000')
+      .default(200),
+  ),
   /** Requests per rolling 24 h. @default 1440 */
   API_DAILY_LIMIT: positiveInt(1440),
   /** Requests per minute. @default 60 */
@@ -102,18 +112,22 @@ const EnvSchema = z.object({
    * Largest API answer read, in bytes; a larger one fails that request. At most 512 MiB: an answer is held as one
    * string, and V8's strings end not far above. @default 67108864 (64 MiB)
    */
-  API_MAX_RESPONSE_BYTES: z.coerce
-    .number({ error: 'must be a number of bytes' })
-    .int('must be a whole number of bytes')
-    .min(1024, 'must be at least 1024 bytes')
-    .max(512 * 1024 * 1024, 'must be at most 536870912 (512 MiB)')
-    .default(64 * 1024 * 1024),
+  API_MAX_RESPONSE_BYTES: number(
+    z.coerce
+      .number({ error: 'must be a number of bytes' })
+      .int('must be a whole number of bytes')
+      .min(1024, 'must be at least 1024 bytes')
+      .max(512 * 1024 * 1024, 'must be at most 536870912 (512 MiB)')
+      .default(64 * 1024 * 1024),
+  ),
   /** Fraction of both limits left unused for other clients of the token. @default 0.1 */
-  API_RESERVE: z.coerce
-    .number({ error: 'must be a number' })
-    .min(0, 'must be between 0 and 0.9')
-    .max(0.9, 'must be between 0 and 0.9')
-    .default(0.1),
+  API_RESERVE: number(
+    z.coerce
+      .number({ error: 'must be a number' })
+      .min(0, 'must be between 0 and 0.9')
+      .max(0.9, 'must be between 0 and 0.9')
+      .default(0.1),
+  ),
   /** @default 9464; 0 = off */
   HTTP_PORT: port(9464),
   /** @default 127.0.0.1 */

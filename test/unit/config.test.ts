@@ -48,6 +48,20 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  // `API_RESERVE=` in .env (as .env.example writes TICKETS_API_URL=), or `API_RESERVE: ${API_RESERVE}` in a compose file
+  // with the variable unset, gives an empty value: it read as 0 — no reserve left to the token's other clients, the
+  // status server or the SQL socket silently off — where an empty text variable keeps its default.
+  it('takes an empty or blank number variable as unset: its default, as for every other variable', () => {
+    const cwd = emptyDir();
+    const names = ['PGLITE_PORT', 'HTTP_PORT', 'API_RESERVE', 'API_DAILY_LIMIT', 'API_MINUTE_LIMIT', 'API_MAX_RESPONSE_BYTES', 'FLEET_METRICS_ACCOUNTS'];
+    const defaults = loadConfig({}, { cwd });
+    for (const blank of ['', ' ']) {
+      expect(loadConfig(Object.fromEntries(names.map((name) => [name, blank])), { cwd })).toEqual(defaults);
+    }
+    writeFileSync(join(cwd, '.env'), names.map((name) => `${name}=`).join('\n'));
+    expect(loadConfig({}, { cwd })).toEqual(defaults);
+  });
+
   it('reads every variable and strips a trailing slash from the URL', () => {
     const config = loadConfig(
       {
