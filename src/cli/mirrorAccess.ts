@@ -2,9 +2,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { maskSecrets, type Config } from '../config/loadConfig.ts';
 import { openDatabase, type Database } from '../db/connect.ts';
+import { dataFolderProblem } from '../db/pgliteLock.ts';
 import { folderHolder, hasEmbeddedDatabase, type DaemonRuntime, type FolderHolder } from '../db/pgliteRuntime.ts';
 import { PASSWORD_FILE } from '../db/socketPassword.ts';
 import { openConfiguredDatabase } from './context.ts';
+import { ConfigError } from '../errors.ts';
 import { sqlAccess } from './sqlAccess.ts';
 
 /**
@@ -25,7 +27,11 @@ export type MirrorPlace =
 export async function openMirror(config: Config): Promise<MirrorPlace> {
   if (!config.databaseUrl) {
     const dir = config.pgliteDir;
-    if (!hasEmbeddedDatabase(dir)) return { kind: 'absent', dir };
+    if (!hasEmbeddedDatabase(dir)) {
+      const problem = dataFolderProblem(dir);
+      if (problem) throw new ConfigError([problem]);
+      return { kind: 'absent', dir };
+    }
     const holder = folderHolder(dir);
     if (holder) return { kind: 'held', dir, holder };
   }

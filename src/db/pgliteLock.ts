@@ -1,5 +1,6 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { ConfigError } from '../errors.ts';
 
 /**
  * PGlite is a single-process database: two processes that open one data folder both write to it and lose each other's
@@ -70,9 +71,33 @@ export function lockHolder(dir: string): number | null {
  * PostgreSQL requires of its data directory: its files hold every ticket, and the SQL socket's password file.
  */
 function privateFolder(dir: string): void {
+  const problem = dataFolderProblem(dir);
+  if (problem) throw new ConfigError([problem]);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const { mode, uid } = statSync(dir);
   if ((mode & 0o077) !== 0 && uid === process.getuid?.()) chmodSync(dir, 0o700);
+}
+
+/**
+ * Why PGLITE_DIR cannot be the embedded database's folder — it is a file, or a file stands where a folder of its path
+ * should be — or null. (mkdir said only "EEXIST: file already exists" or "ENOTDIR", and `status` that `run` would create
+ * the database there.)
+ */
+export function dataFolderProblem(dir: string): string | null {
+  for (let path = dir; ; path = dirname(path)) {
+    let isFolder: boolean;
+    try {
+      isFolder = statSync(path).isDirectory();
+    } catch {
+      // Missing (it will be created), or not to be looked into from here: mkdir says what it finds.
+      if (dirname(path) === path) return null;
+      continue;
+    }
+    if (isFolder) return null;
+    return path === dir
+      ? `PGLITE_DIR=${dir} is a file, not a folder: set PGLITE_DIR to a folder (created if missing)`
+      : `PGLITE_DIR=${dir} cannot be a folder: ${path} is a file, not a folder`;
+  }
 }
 
 function readHolder(file: string): string {

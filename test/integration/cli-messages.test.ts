@@ -131,6 +131,26 @@ describe('what another process holds', () => {
   }, 90_000);
 });
 
+// It said "EEXIST: file already exists, mkdir '…'" (migrate, run, sync), and status and check that `run` would create
+// the database there.
+describe('PGLITE_DIR naming a file', () => {
+  it.each([
+    ['is the file', (file: string) => file, (file: string) => `PGLITE_DIR=${file} is a file, not a folder: set PGLITE_DIR to a folder (created if missing)`],
+    [
+      'is under the file',
+      (file: string) => join(file, 'pglite'),
+      (file: string) => `PGLITE_DIR=${join(file, 'pglite')} cannot be a folder: ${file} is a file, not a folder`,
+    ],
+  ])('%s: migrate and status name the variable and the file; exit 2', async (_how, folderOf, message) => {
+    const file = join(dir, `not-a-folder-${randomBytes(4).toString('hex')}`);
+    writeFileSync(file, 'notes\n');
+    for (const command of ['migrate', 'status']) {
+      const r = await runCli([command], { PGLITE_DIR: folderOf(file) }, dir);
+      expect({ command, code: r.code, lines: messageLines(r) }).toEqual({ command, code: 2, lines: [`ticket-mirror: ${message(file)}`] });
+    }
+  }, 60_000);
+});
+
 describe('the configuration', () => {
   it('reports every configuration problem at once, each with its variable; exit 2', async () => {
     const r = await runCli(['run'], { API_DAILY_LIMIT: 'lots', HTTP_PORT: '99999', LOG_FORMAT: 'yaml' }, dir);
