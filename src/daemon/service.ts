@@ -85,8 +85,11 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       o.onLeader?.({ db: database.db, engine });
     });
     if (config.httpPort > 0) {
-      http = await listening('HTTP_PORT', config.httpPort, () =>
-        startStatusServer({ host: config.httpHost, port: config.httpPort, db: database.db, config, clock, logger, replica, metrics }),
+      http = await listening(
+        'HTTP_PORT',
+        config.httpPort,
+        () => startStatusServer({ host: config.httpHost, port: config.httpPort, db: database.db, config, clock, logger, replica, metrics }),
+        { variable: 'HTTP_HOST', value: config.httpHost },
       );
     }
     replica.start();
@@ -117,12 +120,27 @@ function defaultLeadership(config: Config, database: Database, logger: Logger): 
   return postgresLeadership({ databaseUrl: config.databaseUrl, schema: database.schema, logger });
 }
 
-/** Starts a server on a configured port; a busy port is a configuration problem, reported with its variable. */
-async function listening<T>(variable: string, port: number, start: () => Promise<T>): Promise<T> {
+/** What a configured host that cannot be listened on is, by the listen's error code. */
+const UNLISTENABLE_HOST: Readonly<Record<string, string>> = {
+  ENOTFOUND: 'host not found',
+  EADDRNOTAVAIL: 'not an address of this machine',
+};
+
+/**
+ * Starts a server on a configured port (and host); a busy port, or a host that is not this machine's, is a
+ * configuration problem, reported with its variable. (A host that did not resolve was explained as DATABASE_URL's.)
+ */
+async function listening<T>(variable: string, port: number, start: () => Promise<T>, host?: { variable: string; value: string }): Promise<T> {
   try {
     return await start();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (host && code !== undefined && Object.hasOwn(UNLISTENABLE_HOST, code)) {
+      throw new ConfigError([
+        `${host.variable}=${host.value} cannot be listened on: ${UNLISTENABLE_HOST[code]}; set ${host.variable} to an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface)`,
+      ]);
+    }
+    if (code === 'EADDRINUSE') {
       const { address } = error as { address?: unknown };
       const tried = typeof address === 'string' ? ` (${address}:${port})` : '';
       throw new ConfigError([`${variable}=${port} is in use by another program${tried}: stop it, or set ${variable} to another port (0 turns it off)`]);

@@ -104,6 +104,21 @@ describe('what another process holds', () => {
     ]);
   }, 60_000);
 
+  // A host that does not resolve was blamed on DATABASE_URL ("cannot connect to the database at …: host not found"),
+  // one that is not this machine's said only "listen EADDRNOTAVAIL".
+  it.runIf(postgresUrl).each([
+    ['no-such-host.invalid', 'host not found'],
+    ['192.0.2.1', 'not an address of this machine'],
+  ])('HTTP_HOST=%s: the variable, what is wrong, the fix; exit 2', async (host, what) => {
+    const port = await freePort();
+    const env = { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, DATABASE_URL: postgresUrl!, DB_SCHEMA: 'tm_http_host', HTTP_HOST: host, HTTP_PORT: String(port) };
+    const r = await runCli(['run'], env, dir);
+    expect(messageLines(r)).toEqual([
+      `ticket-mirror: HTTP_HOST=${host} cannot be listened on: ${what}; set HTTP_HOST to an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface)`,
+    ]);
+    expect(r.code).toBe(2);
+  }, 60_000);
+
   it('a port the simulator is told to use: the address and the fix; exit 2', async () => {
     const port = await holdPort();
     const r = await runCli(['simulator', '--port', String(port)], {}, dir);
