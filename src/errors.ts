@@ -124,6 +124,24 @@ export class ReplyNotSentError extends TransientError {
   override name = 'ReplyNotSentError';
 }
 
+/** What a configured host that cannot be listened on is, by the listen's error code. */
+const UNLISTENABLE_HOST: Readonly<Record<string, string>> = {
+  ENOTFOUND: 'host not found',
+  EADDRNOTAVAIL: 'not an address of this machine',
+};
+
+/**
+ * A listen's failure that says the configured host is not this machine's (it does not resolve, or is another's
+ * address), as a ConfigError naming its variable; null for any other failure. Told by `run`'s and `fleet run`'s servers alike (daemon/service.ts, cli/commands/fleet.ts).
+ */
+export function unlistenableHost(error: unknown, host: { variable: string; value: string }): ConfigError | null {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === undefined || !Object.hasOwn(UNLISTENABLE_HOST, code)) return null;
+  return new ConfigError([
+    `${host.variable}=${host.value} cannot be listened on: ${UNLISTENABLE_HOST[code]}; set ${host.variable} to an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface)`,
+  ]);
+}
+
 /** Whatever a `catch` receives, as an Error. */
 export function coerceError(value: unknown): Error {
   if (value instanceof Error) return value;

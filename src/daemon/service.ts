@@ -3,7 +3,7 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Database, Db } from '../db/connect.ts';
 import { socketPassword } from '../db/socketPassword.ts';
 import type { EmbeddedDatabaseServer } from '../db/sqlSocket.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, unlistenableHost } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SyncEngine } from '../sync/engine.ts';
 import type { Claimer } from '../db/repos/outbox.ts';
@@ -120,12 +120,6 @@ function defaultLeadership(config: Config, database: Database, logger: Logger): 
   return postgresLeadership({ databaseUrl: config.databaseUrl, schema: database.schema, logger });
 }
 
-/** What a configured host that cannot be listened on is, by the listen's error code. */
-const UNLISTENABLE_HOST: Readonly<Record<string, string>> = {
-  ENOTFOUND: 'host not found',
-  EADDRNOTAVAIL: 'not an address of this machine',
-};
-
 /**
  * Starts a server on a configured port (and host); a busy port, or a host that is not this machine's, is a
  * configuration problem, reported with its variable. (A host that did not resolve was explained as DATABASE_URL's.)
@@ -134,13 +128,9 @@ async function listening<T>(variable: string, port: number, start: () => Promise
   try {
     return await start();
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (host && code !== undefined && Object.hasOwn(UNLISTENABLE_HOST, code)) {
-      throw new ConfigError([
-        `${host.variable}=${host.value} cannot be listened on: ${UNLISTENABLE_HOST[code]}; set ${host.variable} to an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface)`,
-      ]);
-    }
-    if (code === 'EADDRINUSE') {
+    const hostProblem = host && unlistenableHost(error, host);
+    if (hostProblem) throw hostProblem;
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       const { address } = error as { address?: unknown };
       const tried = typeof address === 'string' ? ` (${address}:${port})` : '';
       throw new ConfigError([`${variable}=${port} is in use by another program${tried}: stop it, or set ${variable} to another port (0 turns it off)`]);

@@ -112,11 +112,14 @@ describe('what another process holds', () => {
   ])('HTTP_HOST=%s: the variable, what is wrong, the fix; exit 2', async (host, what) => {
     const port = await freePort();
     const env = { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, DATABASE_URL: postgresUrl!, DB_SCHEMA: 'tm_http_host', HTTP_HOST: host, HTTP_PORT: String(port) };
+    const said = `ticket-mirror: HTTP_HOST=${host} cannot be listened on: ${what}; set HTTP_HOST to an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface)`;
     const r = await runCli(['run'], env, dir);
-    expect(messageLines(r)).toEqual([
-      `ticket-mirror: HTTP_HOST=${host} cannot be listened on: ${what}; set HTTP_HOST to an address of this machine (127.0.0.1, the default; 0.0.0.0 for every interface)`,
-    ]);
+    expect(messageLines(r)).toEqual([said]);
     expect(r.code).toBe(2);
+    // A fleet's worker says it alike.
+    const fleet = await runCli(['fleet', 'run'], { ...env, FLEET_KEY: randomBytes(32).toString('base64'), FLEET_SCHEMA: 'tm_http_host_fleet' }, dir);
+    expect(messageLines(fleet)).toEqual([said]);
+    expect(fleet.code).toBe(2);
   }, 60_000);
 
   it('a port the simulator is told to use: the address and the fix; exit 2', async () => {

@@ -1,6 +1,6 @@
 import { systemClock } from '../../clock.ts';
 import { openFleetDatabase } from '../../db/fleet.ts';
-import { ConfigError } from '../../errors.ts';
+import { ConfigError, unlistenableHost } from '../../errors.ts';
 import { startFleetHttpServer, type FleetHttpServer, type Routes } from '../../fleet/httpServer.ts';
 import type { FleetTiming } from '../../fleet/timing.ts';
 import { connectionsPerWorker, defaultWorkerId, startFleetWorker, type FleetWorker } from '../../fleet/worker.ts';
@@ -52,7 +52,7 @@ export async function fleetRunCommand(ctx: CommandContext, options: FleetRunOpti
     });
     if (config.httpPort > 0) {
       extras = extraRoutes ? await extraRoutes({ worker, ctx, fleet }) : undefined;
-      http = await listening(config.httpPort, () =>
+      http = await listening(config.httpPort, config.httpHost, () =>
         startFleetHttpServer({ host: config.httpHost, port: config.httpPort, worker: worker!, db: fleet.db, logger, routes: extras?.routes ?? {} }),
       );
     }
@@ -71,11 +71,13 @@ export async function fleetRunCommand(ctx: CommandContext, options: FleetRunOpti
   logger.info('stopped');
 }
 
-/** A busy HTTP_PORT is a configuration problem, said with its variable (as `run` says it). */
-async function listening<T>(port: number, start: () => Promise<T>): Promise<T> {
+/** A busy HTTP_PORT, or an HTTP_HOST not of this machine, is a configuration problem, said with its variable (as `run` says it). */
+async function listening<T>(port: number, host: string, start: () => Promise<T>): Promise<T> {
   try {
     return await start();
   } catch (error) {
+    const hostProblem = unlistenableHost(error, { variable: 'HTTP_HOST', value: host });
+    if (hostProblem) throw hostProblem;
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new ConfigError([`HTTP_PORT=${port} is in use by another program (another worker on this machine?): set HTTP_PORT to another port, or 0 to turn it off`]);
     }
