@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
@@ -360,12 +360,33 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
   };
   if (!file) return checked(direct, 'TICKETS_API_TOKEN');
   try {
-    const token = readFileSync(resolve(cwd, file), 'utf8').trim();
+    const bytes = readAtMost(resolve(cwd, file), TOKEN_FILE_MAX_BYTES + 1);
+    if (bytes.length > TOKEN_FILE_MAX_BYTES) {
+      problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} holds more than ${TOKEN_FILE_MAX_BYTES} bytes: not a token file`);
+      return undefined;
+    }
+    const token = bytes.toString('utf8').trim();
     if (!token) problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} is empty`);
     return checked(token || undefined, `TICKETS_API_TOKEN_FILE=${JSON.stringify(file)}`);
   } catch (error) {
     problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${(error as NodeJS.ErrnoException).code})`);
     return undefined;
+  }
+}
+
+/** The largest token file read (as `--token-file`'s): more is a file named by mistake, or a device that never ends. */
+const TOKEN_FILE_MAX_BYTES = 64 * 1024;
+
+/** The first `max` bytes of a file, without reading the rest: /dev/zero or a huge file ends there. */
+function readAtMost(path: string, max: number): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(max);
+    let length = 0;
+    for (let n = -1; n !== 0 && length < max; length += n) n = readSync(fd, buffer, length, max - length, null);
+    return buffer.subarray(0, length);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -162,6 +162,15 @@ describe('loadConfig', () => {
     }
   });
 
+  // It was read whole, whatever its size: a file named by mistake (a log, a disk image) became a token of megabytes, and
+  // /dev/zero or a pipe nobody writes to held the start for ever.
+  it('refuses a token file larger than 64 KiB without reading it whole or showing it', () => {
+    const cwd = emptyDir();
+    writeFileSync(join(cwd, 'big'), `tok-secret${'a'.repeat(70 * 1024)}\n`);
+    const problems = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'big' }, { cwd }));
+    expect(problems).toEqual(['TICKETS_API_TOKEN_FILE="big" holds more than 65536 bytes: not a token file']);
+  });
+
   // Node refuses such a header at every request (ERR_INVALID_CHAR): `sync` failed each pass on "GET /api/v1/tickets:
   // ERR_INVALID_CHAR", its requests counted against the budget, and `run` retried it forever.
   it.each([
