@@ -40,6 +40,19 @@ describe('run stops on a signal', { timeout: 180_000 }, () => {
     expect(r.output()).toContain('"msg":"stopped"');
   }, 150_000);
 
+  // The terminal it runs in closed (and `nohup` does not shield Node, which restores SIGHUP's default when it starts):
+  // SIGHUP ended it at once, mid-pass, exit 129, like a kill -9.
+  it('SIGHUP, its terminal gone, stops it as gracefully as SIGTERM: exit 0 within 10 s, mid-pass', async () => {
+    const r = await startMidPass();
+    const sent = performance.now();
+    r.child.kill('SIGHUP');
+    const { code, signal } = await r.exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(performance.now() - sent).toBeLessThan(10_000);
+    expect(r.output()).toContain('"signal":"SIGHUP","msg":"stopping: letting the current pass finish"');
+    expect(r.output()).toContain('"msg":"stopped"');
+  }, 150_000);
+
   it('a second signal forces the exit without waiting for the pass', async () => {
     const r = await startMidPass();
     r.child.kill('SIGTERM');

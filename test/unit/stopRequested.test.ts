@@ -27,6 +27,14 @@ describe('stopRequested', () => {
     expect(exits).toEqual([]);
   });
 
+  it('takes SIGHUP (its terminal closed) as a request to stop, as SIGTERM', async () => {
+    const { signals, exits, requested } = setUp();
+    signals.emit('SIGHUP', 'SIGHUP');
+    expect(await requested).toBe('SIGHUP');
+    signals.emit('SIGTERM', 'SIGTERM');
+    expect(exits).toEqual([143]);
+  });
+
   it('exits at once, with 128 + its number, on a second signal of another kind', async () => {
     const { signals, exits } = setUp();
     signals.emit('SIGTERM', 'SIGTERM');

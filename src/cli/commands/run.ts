@@ -75,7 +75,7 @@ const SAME_SIGNAL_MS = 1_000;
 const PARENT_CHECK_MS = 1_000;
 
 /**
- * Resolves on the first request to stop: SIGTERM or SIGINT, or — when npm started the process — the end of its parent.
+ * Resolves on the first request to stop: SIGTERM, SIGINT or SIGHUP, or — when npm started the process — the end of its parent.
  * A second signal exits at once with 128 + its number, as shells do; the same signal again within SAME_SIGNAL_MS of
  * the first is the first one delivered twice and changes nothing.
  *
@@ -106,6 +106,9 @@ export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<No
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
+    // The terminal it runs in closed. Left to its default, SIGHUP ended the process at once, mid-pass; and `nohup`
+    // cannot shield a Node process from it (Node restores the default when it starts).
+    signals.on('SIGHUP', onSignal);
     if (o.startedByNpm) {
       const parent = process.ppid;
       const watch = setInterval(() => {
