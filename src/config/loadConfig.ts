@@ -57,6 +57,13 @@ const optionalText = z
 /** An API base URL: TICKETS_API_URL's rule, and a fleet account's `--api-url` (see parseApiUrl). */
 const apiUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://helpdesk.example.com' })
+  // A user name or password in the URL becomes a Basic Authorization header (got), which replaces the bearer token:
+  // every request would be refused as unauthenticated, and blamed on the token.
+  .refine((u) => {
+    const url = new URL(u);
+    // Said once the URL is an http(s) one: a wrong scheme is one problem already.
+    return !/^https?:$/.test(url.protocol) || (url.username === '' && url.password === '');
+  }, 'must not hold a user name or password: the API authenticates with the token alone (TICKETS_API_TOKEN)')
   .transform((u) => u.replace(/\/+$/, ''));
 
 const EnvSchema = z.object({

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { configWarnings, loadConfig, maskSecrets, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
+import { configWarnings, loadConfig, maskSecrets, parseApiUrl, redactedConfig, requireApi } from '../../src/config/loadConfig.ts';
 import { createEngine } from '../../src/daemon/compose.ts';
 import type { Database } from '../../src/db/connect.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -352,11 +352,21 @@ describe('TICKETS_API_URL given with /api/v1', () => {
     expect(config.notes).toEqual([]);
   });
 
-  it('never shows a password the URL holds in its note', () => {
-    const config = load('https://user:pa55word@help.example.com/api/v1');
-    expect(config.apiUrl).toBe('https://user:pa55word@help.example.com');
-    expect(config.notes[0]).toContain('https://user:***@help.example.com');
-    expect(config.notes[0]).not.toContain('pa55word');
+  it('refuses a URL holding a user name or password, never showing the password: got would send them as Basic auth in place of the token', () => {
+    for (const url of ['https://user:pa55word@help.example.com/api/v1', 'https://user@help.example.com', 'https://:pa55word@help.example.com']) {
+      let error: unknown;
+      try {
+        load(url);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, url).toBeInstanceOf(ConfigError);
+      const message = (error as ConfigError).message;
+      expect(message).toContain('TICKETS_API_URL=');
+      expect(message).toContain('must not hold a user name or password');
+      expect(message).not.toContain('pa55word');
+    }
+    expect(() => parseApiUrl('https://user:pa55word@help.example.com', '--api-url')).toThrow(/--api-url=.*must not hold a user name or password/);
   });
 
   it('the note is logged, at info, where the engine that uses the URL is composed', () => {
