@@ -35,9 +35,9 @@ import {
 import type { Logger } from '../logger.ts';
 import { intOption, msOption } from '../options.ts';
 import { mapDetail, UnstorableError } from '../sync/mapping.ts';
-import { isoMicros, timestampOrNull } from '../time.ts';
+import { HOUR_MS, isoMicros, timestampOrNull, toEpochMicros } from '../time.ts';
 import { reconcile } from './reconcile.ts';
-import { MAX_ATTEMPTS, recheckDelayMs, replyText, replyTextProblem } from './states.ts';
+import { checkAgainDelayMs, MAX_ATTEMPTS, MAX_UNKNOWN_MS, recheckDelayMs, replyText, replyTextProblem } from './states.ts';
 
 /**
  * Delivers the reply outbox: every row a SQL client INSERTed is POSTed to endpoint 6 once, and only once.
@@ -334,10 +334,25 @@ async function checkFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step
     await db.transaction((tx) => checkLater(tx, row, isoMicros(e.retryAt)));
     return { id: row.id, state: 'sending', stop: true };
   }
-  const checkAt = isoMicros(o.clock.now() + recheckDelayMs(row.attempts));
-  await db.transaction((tx) => checkLater(tx, row, checkAt));
+  // The service refused the request itself (a 4xx: an id it does not take, a path too long for it): it would refuse
+  // every check alike, and the outcome can never be known.
+  if (e instanceof RequestRejectedError) {
+    const reason = `the POST's outcome is unknown and the ticket's detail cannot be read (${e.message}); not sent again, to rule out a duplicate`;
+    return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, reason)));
+  }
+  const now = o.clock.now();
+  // Checks do not count as attempts: the wait grows with the time the outcome has been unknown instead, and ends.
+  const unknownForMs = now - Number(toEpochMicros(row.sendingSince ?? row.requestedAt)! / 1000n);
+  const apiFailure = e instanceof TransientError || e instanceof InvalidResponseError;
+  if (apiFailure && unknownForMs >= MAX_UNKNOWN_MS) {
+    const reason =
+      `the POST's outcome is unknown and the ticket's detail could not be read for ${MAX_UNKNOWN_MS / HOUR_MS} h (last: ${e.message}); ` +
+      'not sent again, to rule out a duplicate: check the ticket, and set state back to pending to send it anyway';
+    return finish(o, row.id, await db.transaction((tx) => markFailed(tx, row, reason)));
+  }
+  await db.transaction((tx) => checkLater(tx, row, isoMicros(now + checkAgainDelayMs(row.attempts, unknownForMs))));
   // A rejected token, or something unexpected: the caller must hear of it.
-  if (!(e instanceof TransientError || e instanceof InvalidResponseError || e instanceof RequestRejectedError)) throw e;
+  if (!apiFailure) throw e;
   return { id: row.id, state: 'sending' };
 }
 

@@ -1,4 +1,4 @@
-import { MINUTE_MS } from '../time.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
 
 /** The service's minimum length of a reply (spec, Endpoint 6), counted in characters once trimmed. */
 const MIN_REPLY_LENGTH = 3;
@@ -27,4 +27,20 @@ export const MAX_ATTEMPTS = 5;
  */
 export function recheckDelayMs(attempts: number): number {
   return Math.min(30 * MINUTE_MS, MINUTE_MS * 2 ** Math.max(0, attempts - 1));
+}
+
+/**
+ * How long a row whose POST's outcome is unknown may wait for a detail of its ticket that can be read (each check
+ * failing: a 5xx, a timeout, an answer that is not the API's) before it ends `failed`, not sent again.
+ */
+export const MAX_UNKNOWN_MS = DAY_MS;
+
+/**
+ * How long after a check that could not read the ticket's detail the row is checked again, its outcome unknown for
+ * `unknownForMs` (since it entered `sending`): as long again — the wait doubles from check to check, since attempts do
+ * not grow with checks — at least recheckDelayMs(attempts), at most an hour. A ticket the service never answers for
+ * costs about 30 checks before MAX_UNKNOWN_MS, not one a minute for ever.
+ */
+export function checkAgainDelayMs(attempts: number, unknownForMs: number): number {
+  return Math.min(HOUR_MS, Math.max(recheckDelayMs(attempts), unknownForMs));
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canTransition, OUTBOX_TRANSITIONS } from '../../src/db/repos/outbox.ts';
 import { reconcile, type ReconcileInput } from '../../src/outbox/reconcile.ts';
-import { recheckDelayMs, replyTextProblem } from '../../src/outbox/states.ts';
+import { checkAgainDelayMs, recheckDelayMs, replyTextProblem } from '../../src/outbox/states.ts';
 import type { MessageRow } from '../../src/model/detail.ts';
 
 const SELF = { id: 'agent-self', name: 'Me', email: 'me@example.com' };
@@ -99,5 +99,13 @@ describe('outbox states', () => {
 
   it('backs off exponentially, capped at 30 minutes', () => {
     expect([1, 2, 3, 4, 5, 6, 10].map(recheckDelayMs)).toEqual([60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000]);
+  });
+
+  it('after a check that could not read the ticket, waits as long again as the outcome has been unknown: 1 min to 1 h', () => {
+    const MIN = 60_000;
+    expect([0, 1, 2, 4, 8, 32, 64, 600].map((m) => checkAgainDelayMs(1, m * MIN) / MIN)).toEqual([1, 1, 2, 4, 8, 32, 60, 60]);
+    expect(checkAgainDelayMs(3, MIN)).toBe(recheckDelayMs(3));
+    // A clock set back makes the time unknown negative: the usual wait.
+    expect(checkAgainDelayMs(1, -5 * MIN)).toBe(MIN);
   });
 });

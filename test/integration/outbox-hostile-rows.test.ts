@@ -1,0 +1,79 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { queryRows, sql } from '../../src/db/connect.ts';
+import { createLogger } from '../../src/logger.ts';
+import { deliverOutbox } from '../../src/outbox/deliver.ts';
+import { backends, type TestDatabase } from '../helpers/db.ts';
+import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
+
+/**
+ * reply_outbox rows as users and their tools insert them, whose ticket the service will not read: a reply whose POST
+ * got an answer that proves nothing is checked against the ticket's detail, and when that detail cannot be had, the
+ * checks must stay bounded — one row must never spend the day's budget.
+ */
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const logger = createLogger('silent');
+
+describe.each(backends)('reply_outbox rows whose ticket the service will not read, on $name', ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+
+  const deliver = () => deliverOutbox({ db: m.db, client: m.engine.client, clock: m.clock, logger });
+  const enqueue = async (ticket: string, message: string) => {
+    const [row] = await queryRows<{ id: number }>(m.db, sql`insert into reply_outbox (ticket_id, message) values (${ticket}, ${message}) returning id`);
+    return Number(row!.id);
+  };
+  const row = async (id: number) => {
+    const [r] = await queryRows<{ state: string; attempts: number; error: string | null }>(m.db, sql`select state, attempts, error from reply_outbox where id = ${id}`);
+    return r!;
+  };
+  const requests = () => count(m.db, sql`select count(*)::int as n from api_requests`);
+  /**
+   * Delivers for `ms` of virtual time whenever a row falls due, as the daemon's loop (it wakes for that); in between,
+   * a delivery would find nothing to do.
+   */
+  const deliverFor = async (ms: number) => {
+    const end = m.clock.now() + ms;
+    while (m.clock.now() < end) {
+      await deliver();
+      const [next] = await queryRows<{ at: string | null }>(m.db, sql`select min(next_attempt_at) as at from reply_outbox where state in ('pending', 'sending')`);
+      const due = next?.at ? Date.parse(next.at) : Infinity;
+      m.clock.advance(Math.max(1, Math.min(due - m.clock.now(), end - m.clock.now())));
+    }
+  };
+
+  beforeEach(async () => {
+    database = await open();
+    m = await virtualMirror(database);
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  it('a ticket_id of 3,000 characters (HTTP 431 to the POST and to every GET) ends failed after one POST and one check', async () => {
+    const id = await enqueue('é'.repeat(3000), 'Hello there');
+    await deliverFor(3 * HOUR);
+    expect(await row(id)).toMatchObject({ state: 'failed', attempts: 1, error: expect.stringMatching(/cannot be read .*HTTP 431.*not sent again/) });
+    expect(await requests()).toBe(2);
+  });
+
+  it('a ticket whose every request fails with a 5xx is checked ever more rarely, and ends failed after a day: a bounded cost', async () => {
+    const ticket = m.sim.model.randomTicketId('open')!;
+    m.sim.faults.inject({ match: `/ticket/${ticket}`, kind: 'status500', times: 1_000_000 });
+    const id = await enqueue(ticket, 'Hello there');
+    await deliverFor(3 * HOUR);
+    expect(await row(id)).toMatchObject({ state: 'sending', attempts: 1 });
+    // Before: a check every minute, each GET tried 3 times: 502 requests in these 3 hours, the budget for the day soon.
+    expect(await requests()).toBeLessThan(30);
+    await deliverFor(22 * HOUR);
+    expect(await row(id)).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      error: expect.stringMatching(/outcome is unknown.*could not be read for 24 h.*HTTP 500.*not sent again/),
+    });
+    expect(await requests()).toBeLessThan(100);
+    expect(m.sim.model.detail(ticket)!.messages.filter((msg) => msg.message === 'Hello there')).toHaveLength(0);
+  });
+});
