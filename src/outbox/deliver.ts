@@ -9,6 +9,7 @@ import {
   checkLater,
   claimedMessageIds,
   claimForCheck,
+  failUnreadable,
   lockNextDue,
   markFailed,
   markPending,
@@ -197,6 +198,7 @@ async function deliverNext(o: Deliverer): Promise<Step | undefined> {
   const claim = await o.db.transaction(async (tx) => {
     const row = await lockNextDue(tx, isoMicros(now));
     if (!row) return undefined;
+    if ('columns' in row) return { unreadable: row, error: await failUnreadable(tx, row) };
     const lease = isoMicros(now + (o.leaseMs ?? LEASE_MS));
     if (row.state === 'sending') return { check: true, row: (await claimForCheck(tx, row, lease, o.claimer))! };
     const problem = replyTextProblem(row.message);
@@ -204,6 +206,10 @@ async function deliverNext(o: Deliverer): Promise<Step | undefined> {
     return { check: false, row: (await markSending(tx, row, isoMicros(now), lease, o.claimer))! };
   });
   if (!claim) return undefined;
+  if (claim.unreadable) {
+    o.logger.warn({ outbox: claim.unreadable.id, ticket: claim.unreadable.ticketId, err: claim.error }, 'reply not sent');
+    return { id: claim.unreadable.id, state: 'failed' };
+  }
   if (claim.row.state === 'failed') return finish(o, claim.row.id, claim.row);
   return claim.check ? check(o, claim.row) : send(o, claim.row);
 }

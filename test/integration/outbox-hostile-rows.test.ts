@@ -6,16 +6,17 @@ import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 
 /**
- * reply_outbox rows as users and their tools insert them, whose ticket the service will not read: a reply whose POST
- * got an answer that proves nothing is checked against the ticket's detail, and when that detail cannot be had, the
- * checks must stay bounded — one row must never spend the day's budget.
+ * reply_outbox rows as users and their tools write them. A row whose ticket the service will not read: a reply whose
+ * POST got an answer that proves nothing is checked against the ticket's detail, and when that detail cannot be had,
+ * the checks must stay bounded — one row must never spend the day's budget. A row with an instant the mirror cannot
+ * read must end failed with the reason, never stop the outbox for the rows after it.
  */
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const logger = createLogger('silent');
 
-describe.each(backends)('reply_outbox rows whose ticket the service will not read, on $name', ({ open }) => {
+describe.each(backends)('reply_outbox rows as users and their tools write them, on $name', { timeout: 180_000 }, ({ open }) => {
   let database: TestDatabase;
   let m: VirtualMirror;
 
@@ -75,5 +76,32 @@ describe.each(backends)('reply_outbox rows whose ticket the service will not rea
     });
     expect(await requests()).toBeLessThan(100);
     expect(m.sim.model.detail(ticket)!.messages.filter((msg) => msg.message === 'Hello there')).toHaveLength(0);
+  });
+
+  it("a row with an instant outside the years 0001–9999 ('infinity', 12000 AD, BC) ends failed saying which; the replies after it are sent", async () => {
+    const ticket = m.sim.model.randomTicketId('open')!;
+    const inserted = async (requestedAt: string) => {
+      const [r] = await queryRows<{ id: number }>(
+        m.db,
+        sql`insert into reply_outbox (ticket_id, message, requested_at) values (${ticket}, 'Hello there', ${requestedAt}::timestamptz) returning id`,
+      );
+      return Number(r!.id);
+    };
+    const infinite = await inserted('infinity');
+    const future = await inserted('12000-01-01T00:00:00Z');
+    // Columns only the daemon writes, set by hand: an INSERT that sets them is forged, an UPDATE is not.
+    const minusInfinity = await enqueue(ticket, 'Hello again');
+    await m.db.execute(sql`update reply_outbox set next_attempt_at = '-infinity' where id = ${minusInfinity}`);
+    const bc = await enqueue(ticket, 'Hello once more');
+    await m.db.execute(sql`update reply_outbox set state = 'sending', sending_since = '0044-03-15 BC' where id = ${bc}`);
+    const fine = await enqueue(ticket, 'The reply after them');
+
+    expect(await deliver()).toEqual({ sent: 1, failed: 4, waiting: 0 });
+    expect(await row(infinite)).toMatchObject({ state: 'failed', attempts: 0, error: expect.stringMatching(/^requested_at is outside the years 0001–9999: not sent/) });
+    expect(await row(future)).toMatchObject({ state: 'failed', attempts: 0, error: expect.stringMatching(/^requested_at is outside/) });
+    expect(await row(minusInfinity)).toMatchObject({ state: 'failed', attempts: 0, error: expect.stringMatching(/^next_attempt_at is outside/) });
+    expect(await row(bc)).toMatchObject({ state: 'failed', attempts: 0, error: expect.stringMatching(/^sending_since is outside/) });
+    expect(await row(fine)).toMatchObject({ state: 'sent', attempts: 1 });
+    expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(1);
   });
 });

@@ -80,22 +80,60 @@ function toOutboxRow(r: OutboxRecord): OutboxRow {
 }
 
 /**
+ * A due row the deliverer cannot read: one of its instants lies outside the years 0001–9999 that the mirror's
+ * instants span (see time.ts) — `infinity`, a year 12000, a date BC — inserted so, or set so by hand.
+ */
+export interface UnreadableRow {
+  id: number;
+  ticketId: string;
+  /** The columns outside those years. */
+  columns: string[];
+}
+
+const INSTANTS = ['requested_at', 'next_attempt_at', 'sending_since'] as const;
+
+/** The names of the columns among INSTANTS that hold an instant outside the years 0001–9999 (none: an empty array). */
+const UNREADABLE = sql.raw(
+  `array_remove(array[${INSTANTS.map(
+    (c) => `case when ${c} < '0001-01-01T00:00:00Z' or ${c} > '9999-12-31T23:59:59.999999Z' then '${c}' end`,
+  ).join(', ')}], null) as unreadable`,
+);
+
+/**
  * The oldest row that is due (pending, or sending with its lease run out), locked until the caller's transaction
  * ends. SKIP LOCKED: concurrent deliverers each take a different row and never wait for each other. Only rows inserted
  * as requests: a forged one (see the trigger reply_outbox_inserted, migration 0005) is never delivered, whatever its
- * state says.
+ * state says. A row with an instant the mirror cannot read comes as an UnreadableRow, for failUnreadable.
  */
-export async function lockNextDue(tx: Tx, now: string): Promise<OutboxRow | undefined> {
+export async function lockNextDue(tx: Tx, now: string): Promise<OutboxRow | UnreadableRow | undefined> {
   // The states are written out, not parameters, so that the partial index reply_outbox_open_idx serves the query.
-  const [row] = await queryRows<OutboxRecord>(
+  const [row] = await queryRows<OutboxRecord & { unreadable: string[] }>(
     tx,
-    sql`select ${OUTBOX_COLUMNS} from reply_outbox
+    sql`select ${OUTBOX_COLUMNS}, ${UNREADABLE} from reply_outbox
         where state in ('pending', 'sending') and (next_attempt_at is null or next_attempt_at <= ${now}::timestamptz)
           and inserted_as = 'request'
         order by id limit 1
         for update skip locked`,
   );
-  return row && toOutboxRow(row);
+  if (!row) return undefined;
+  if (row.unreadable.length > 0) return { id: Number(row.id), ticketId: row.ticket_id, columns: row.unreadable };
+  return toOutboxRow(row);
+}
+
+/**
+ * Ends a row lockNextDue found unreadable `failed`, nothing sent (a `sending` one may have been posted: it is not sent
+ * again either), saying which columns to set right. The caller's transaction holds the row's lock, so no fence is
+ * needed (nor possible: its `next_attempt_at` may be the instant that cannot be read).
+ */
+export async function failUnreadable(tx: Tx, row: UnreadableRow): Promise<string> {
+  const error =
+    `${row.columns.join(', ')} ${row.columns.length === 1 ? 'is' : 'are'} outside the years 0001–9999: not sent` +
+    (row.columns.includes('requested_at') ? '; insert ticket_id and message only' : '; only ticket-mirror writes next_attempt_at and sending_since');
+  await tx.execute(
+    sql`update reply_outbox set state = 'failed', error = ${error}, next_attempt_at = null, ${UNCLAIMED}
+        where id = ${row.id} and state in ('pending', 'sending')`,
+  );
+  return error;
 }
 
 /**
