@@ -104,4 +104,15 @@ describe.each(backends)('reply_outbox rows as users and their tools write them, 
     expect(await row(fine)).toMatchObject({ state: 'sent', attempts: 1 });
     expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(1);
   });
+
+  it('a row whose attempts a person set to 2^31 - 1 is still sent once, and the rows after it too', async () => {
+    const ticket = m.sim.model.randomTicketId('open')!;
+    const maxed = await enqueue(ticket, 'Hello there');
+    await m.db.execute(sql`update reply_outbox set attempts = 2147483647 where id = ${maxed}`);
+    const fine = await enqueue(ticket, 'The reply after it');
+    expect(await deliver()).toEqual({ sent: 2, failed: 0, waiting: 0 });
+    expect(await row(maxed)).toMatchObject({ state: 'sent', attempts: 2147483647 });
+    expect(await row(fine)).toMatchObject({ state: 'sent', attempts: 1 });
+    expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(2);
+  });
 });

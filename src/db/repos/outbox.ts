@@ -164,13 +164,16 @@ function claimedBy(c: Claimer): SQL {
 
 const UNCLAIMED = sql`claimed_by = null, claimed_via = null, claimer_pid = null, claimer_started = null`;
 
-/** Claimed for a POST: the attempt counts from now, and the lease runs until `leaseUntil`. */
+/**
+ * Claimed for a POST: the attempt counts from now, and the lease runs until `leaseUntil`. The count stops at the
+ * integer's largest value, which a person may have set by hand: adding to it would fail the claim on every pass.
+ */
 export function markSending(tx: Tx, row: OutboxRow, now: string, leaseUntil: string, claimer: Claimer): Promise<OutboxRow | null> {
   return moveRow(
     tx,
     row,
     'sending',
-    sql`attempts = attempts + 1, sending_since = ${now}::timestamptz, next_attempt_at = ${leaseUntil}::timestamptz, error = null,
+    sql`attempts = least(attempts, 2147483646) + 1, sending_since = ${now}::timestamptz, next_attempt_at = ${leaseUntil}::timestamptz, error = null,
       ${claimedBy(claimer)}`,
   );
 }
