@@ -89,6 +89,7 @@ const EnvSchema = z.object({
     z
       .string()
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier (letters, digits, _)')
+      .refine((v) => !v.startsWith('pg_'), 'must not start with pg_ (PostgreSQL keeps those names)')
       .default('public'),
   ),
   /** The fleet's control schema (accounts, views across them; pg-boss in `<FLEET_SCHEMA>_jobs`). @default ticket_mirror_fleet */

@@ -133,6 +133,12 @@ describe('loadConfig', () => {
     );
   });
 
+  it('DB_SCHEMA may be a reserved word, but not a name PostgreSQL keeps (pg_…): named here, not by a failed migration', () => {
+    const cwd = emptyDir();
+    expect(loadConfig({ DB_SCHEMA: 'select' }, { cwd }).dbSchema).toBe('select');
+    expect(problemsOf(() => loadConfig({ DB_SCHEMA: 'pg_mirror' }, { cwd }))).toEqual([expect.stringMatching(/^DB_SCHEMA=.*pg_/)]);
+  });
+
   it('reads .env, with the environment taking precedence', () => {
     const cwd = emptyDir();
     writeFileSync(join(cwd, '.env'), 'TICKETS_API_URL=http://from-dotenv\nAPI_RESERVE=0.3\nLOG_LEVEL=warn\n');
