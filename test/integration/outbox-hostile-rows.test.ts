@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { createLogger } from '../../src/logger.ts';
+import { nextReplyDueAt } from '../../src/db/repos/outboxDue.ts';
 import { deliverOutbox } from '../../src/outbox/deliver.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
@@ -114,5 +115,15 @@ describe.each(backends)('reply_outbox rows as users and their tools write them, 
     expect(await row(maxed)).toMatchObject({ state: 'sent', attempts: 2147483647 });
     expect(await row(fine)).toMatchObject({ state: 'sent', attempts: 1 });
     expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(2);
+  });
+
+  it("a row a person parked with next_attempt_at = 'infinity' never falls due: a fleet worker plans its next pass without it", async () => {
+    const ticket = m.sim.model.randomTicketId('open')!;
+    const parked = await enqueue(ticket, 'Hello there');
+    await m.db.execute(sql`update reply_outbox set next_attempt_at = 'infinity' where id = ${parked}`);
+    expect(await nextReplyDueAt(m.db)).toBeNull();
+    const later = await enqueue(ticket, 'Later, please');
+    await m.db.execute(sql`update reply_outbox set next_attempt_at = '2026-01-05T10:00:00Z' where id = ${later}`);
+    expect(await nextReplyDueAt(m.db)).toBe(Date.UTC(2026, 0, 5, 10));
   });
 });

@@ -18,13 +18,16 @@ export async function countDueReplies(db: Db, now: string): Promise<number> {
 /**
  * When the deliverer would next find a reply row to take (epoch ms; now or earlier when one is due already), or null
  * when none waits: a fleet worker queues an account's next pass no later than this, as the daemon's loop wakes for it.
+ * A row a person set to `infinity` never falls due, and one set to `-infinity` is due now: no instant beyond the
+ * integer's range is computed.
  */
 export async function nextReplyDueAt(db: Db): Promise<number | null> {
   const [row] = await queryRows<{ any_now: boolean | null; at_ms: string | number | null }>(
     db,
-    sql`select bool_or(next_attempt_at is null) as any_now, (extract(epoch from min(next_attempt_at)) * 1000)::bigint as at_ms
+    sql`select bool_or(next_attempt_at is null or next_attempt_at = '-infinity') as any_now,
+          (extract(epoch from min(next_attempt_at) filter (where isfinite(next_attempt_at))) * 1000)::bigint as at_ms
         from reply_outbox where state in ('pending', 'sending') and inserted_as = 'request'`,
   );
-  if (!row || (row.any_now === null && row.at_ms === null)) return null;
-  return row.any_now ? 0 : Number(row.at_ms);
+  if (row?.any_now) return 0;
+  return row?.at_ms == null ? null : Number(row.at_ms);
 }
