@@ -120,7 +120,9 @@ function foreignUse(
     while (samples[windowStart]!.at <= s.at - MINUTE_MS) windowStart++;
     if (s.remaining === null || s.status === 429) continue;
     const ours = i - windowStart + 1;
-    const everyone = (s.limit ?? limits.minute) - s.remaining;
+    // No more than a minute's limit can have been used in a minute: headers that say more (a gateway's own counters,
+    // `x-ratelimit-limit: 100000` with nothing remaining) are not the API's, and one such answer must not take the day.
+    const everyone = Math.min(limits.minute, (s.limit ?? limits.minute) - s.remaining);
     const bucket = Math.floor(s.at / MINUTE_MS);
     perMinute.set(bucket, Math.max(perMinute.get(bucket) ?? 0, everyone - ours));
     if (s.at > now - MINUTE_MS) lastMinuteRemaining = s.remaining - (samples.length - 1 - i);

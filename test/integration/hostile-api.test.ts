@@ -74,6 +74,19 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     await daemon.stop();
   });
 
+  it("one answer whose x-ratelimit headers claim 100,000 requests in a minute does not stop the mirror for a day", async () => {
+    await m.runUntil(synced);
+    // A gateway's own counters on its 503, not the API's: 99,999 requests by "someone else" in one minute.
+    const headers = { 'content-type': 'text/html', 'x-ratelimit-limit': '100000', 'x-ratelimit-remaining': '0' };
+    m.sim.faults.inject({ kind: 'answer', match: /^\/api\/v1\/tickets$/, answer: { status: 503, headers, body: '<html><body>503</body></html>' } });
+    await m.runUntil(() => m.sim.faults.pending === 0, 400);
+    expect(m.sim.faults.pending).toBe(0);
+    const sent = m.sim.log.length;
+    await m.runFor(30 * MIN);
+    expect(m.engine.gate.snapshot().dailyLeft).toBeGreaterThan(1000);
+    expect(m.sim.log.length).toBeGreaterThan(sent);
+  });
+
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {
     const controller = new AbortController();
     const options = {

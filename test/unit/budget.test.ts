@@ -66,6 +66,13 @@ describe('budgetAt', () => {
     expect(b.minuteLeft).toBe(Math.max(0, 1 + (10 - 6) - 1));
   });
 
+  it("believes no more than a minute's limit of use in a minute, whatever the headers claim", () => {
+    // A gateway's own counters: 99,999 requests by someone else. At most 60 can have been sent, 59 of them not ours.
+    const b = budgetAt(limits, [{ at: T0 - 10_000, remaining: 0, limit: 100_000 }], T0);
+    expect(b.foreignPerDay).toBe(354);
+    expect(b.dailyAllowed).toBe(1296 - (354 - 144));
+  });
+
   it('sees no other client when the server agrees with the ledger', () => {
     const samples = [at(T0 - 20_000, 59), at(T0 - 10_000, 58)];
     const b = budgetAt(limits, samples, T0);
