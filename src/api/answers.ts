@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, TransientError } from '../errors.ts';
-import { scanListBody, type ListBody } from './listBody.ts';
+import { MAX_JSON_DEPTH, scanListBody, type ListBody } from './listBody.ts';
 
 /**
  * What a GET's answer means, decided apart from the network (client.ts sends; this reads). Pure but for the
@@ -53,6 +53,7 @@ const MAX_RETRY_AFTER_S = 24 * 3600;
  * | other 4xx                                                 | RequestRejectedError                          |
  * | 1xx, 2xx other than 200/201/203                           | InvalidResponseError                          |
  * | 200/201/203 with an empty, non-JSON or truncated body     | InvalidResponseError                          |
+ * | 200/201/203 with JSON nested deeper than MAX_JSON_DEPTH    | InvalidResponseError                          |
  */
 export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string | undefined, memory: AnswerMemory): unknown {
   const { status } = a;
@@ -81,6 +82,7 @@ export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string 
     const bytes = Buffer.byteLength(a.text);
     throw new InvalidResponseError(`${path} answered with ${bytes === 0 ? 'an empty body' : `a body that is not valid JSON (${bytes} bytes)`}`);
   }
+  if (nestsTooDeep(a.text)) throw new InvalidResponseError(`${path} answered with JSON nested deeper than ${MAX_JSON_DEPTH} levels, which no answer of this API is`);
   memory.worked = true;
   return json.value;
 }
@@ -125,6 +127,23 @@ function notApiAnswer(a: HttpAnswer, path: string, memory: AnswerMemory): never 
 
 export function looksHtml(a: HttpAnswer): boolean {
   return /text\/html/i.test(String(a.headers['content-type'] ?? '')) || /^\s*<(!doctype|html)/i.test(a.text.replace(/^\uFEFF/, ''));
+}
+
+/** Whether JSON text nests arrays and objects deeper than MAX_JSON_DEPTH (brackets inside strings do not count). */
+export function nestsTooDeep(json: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: skipped to its closing quote, escapes and all.
+      for (i++; i < json.length && json.charCodeAt(i) !== 0x22; i++) if (json.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
 }
 
 /** The body as JSON, or null when it is empty or not JSON. */

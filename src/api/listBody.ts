@@ -101,9 +101,17 @@ const CLOSE_OBJECT = 0x7d;
 const isSpace = (c: number | undefined) => c === SPACE || c === LF || c === CR || c === TAB;
 
 /**
+ * Arrays and objects nested deeper than this are no answer of this API (its deepest value lies five levels down). What
+ * walks a body's values recursively — storableJson, the redaction, JSON.stringify — overflows the stack on a few
+ * thousand levels, which a 20 kB body holds; such a body is refused by name instead (answers.ts `nestsTooDeep`).
+ */
+export const MAX_JSON_DEPTH = 100;
+
+/**
  * The body as a ListBody when it is one whole top-level JSON array by its brackets and strings (a byte-order mark and
  * whitespace around it allowed, as answers.ts `parseJson` allows them); null otherwise — a truncated body, an object,
- * a page — for the caller to classify the usual way. The elements themselves are checked when read (see ListBody).
+ * a page, items nested deeper than MAX_JSON_DEPTH — for the caller to classify the usual way. The elements themselves
+ * are checked when read (see ListBody).
  */
 export function scanListBody(bytes: Buffer): ListBody | null {
   const n = bytes.length;
@@ -122,7 +130,7 @@ export function scanListBody(bytes: Buffer): ListBody | null {
     } else if (c === COMMA) {
       if (depth === 1) commas.push(i);
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      depth++;
+      if (++depth > MAX_JSON_DEPTH) return null;
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
       if (--depth === 0) {
         // The array must close as it opened: `[{"id":"a"}}` is not JSON, though its one element is.

@@ -87,6 +87,31 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     expect(m.sim.log.length).toBeGreaterThan(sent);
   });
 
+  it('JSON nested 100,000 levels deep, in a detail or a list item, is refused by name; the pass goes on', async () => {
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    const ticket = m.sim.model.randomTicketId('open')!;
+    m.sim.faults.inject({
+      kind: 'answer',
+      match: new RegExp(`^/api/v1/ticket/${ticket}$`),
+      answer: { status: 200, headers: { 'content-type': 'application/json' }, body: `{"id":${JSON.stringify(ticket)},"name":${deep(100_000)}}` },
+      times: 100_000,
+    });
+    m.sim.faults.inject({
+      kind: 'answer',
+      match: /^\/api\/v1\/tickets\/unassigned$/,
+      answer: { status: 200, headers: { 'content-type': 'application/json' }, body: `[{"id":"x1","name":${deep(100_000)}}]` },
+    });
+    const summaries = await m.runFor(30 * MIN);
+    expect(summaries.flatMap((s) => s.errors)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^unassigned list: .*nested deeper than/), expect.stringMatching(new RegExp(`^ticket ${ticket}: .*nested deeper than`))]),
+    );
+    // Every other ticket was stored meanwhile.
+    expect(await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null and deleted_at is null`)).toBe(1);
+    m.sim.faults.clear();
+    await m.runUntil(synced);
+    expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
+  });
+
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {
     const controller = new AbortController();
     const options = {

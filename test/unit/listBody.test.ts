@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ListBody, scanListBody } from '../../src/api/listBody.ts';
+import { nestsTooDeep } from '../../src/api/answers.ts';
+import { ListBody, MAX_JSON_DEPTH, scanListBody } from '../../src/api/listBody.ts';
 import { InvalidResponseError } from '../../src/errors.ts';
 
 /** A list's body read in batches gives what JSON.parse gives, or refuses what JSON.parse refuses. */
@@ -66,6 +67,16 @@ describe('scanListBody', () => {
   it('decodes invalid UTF-8 as a text body is decoded (U+FFFD)', () => {
     const raw = Buffer.concat([bytes('[{"id":"a","name":"'), Buffer.from([0xff, 0xfe]), bytes('"}]')]);
     expect(scanListBody(raw)!.all()).toEqual(JSON.parse(raw.toString('utf8')));
+  });
+
+  it(`keeps JSON nested deeper than ${MAX_JSON_DEPTH} levels, the list's own bracket counted, for answers.ts to refuse`, () => {
+    const nested = (levels: number) => `[{"id":"a","x":${'['.repeat(levels - 2)}"[{"${']'.repeat(levels - 2)}}]`;
+    expect(scanListBody(bytes(nested(MAX_JSON_DEPTH)))!.all()).toEqual(JSON.parse(nested(MAX_JSON_DEPTH)));
+    expect(nestsTooDeep(nested(MAX_JSON_DEPTH))).toBe(false);
+    expect(scanListBody(bytes(nested(MAX_JSON_DEPTH + 1)))).toBeNull();
+    expect(nestsTooDeep(nested(MAX_JSON_DEPTH + 1))).toBe(true);
+    // Brackets inside strings, escaped quotes included, are text.
+    expect(nestsTooDeep(JSON.stringify({ x: `\\"${'['.repeat(1000)}` }))).toBe(false);
   });
 
   it('serves an array already parsed the same way', () => {
