@@ -353,9 +353,19 @@ export class SyncEngine {
     } catch (error) {
       const e = coerceError(error);
       if (e instanceof NotFoundError) {
-        await markDeleted(db, id, isoMicros(this.#o.clock.now()), requestedAt);
-        summary.deleted++;
-        this.events.safeEmit('detail:deleted', { id });
+        const at = isoMicros(this.#o.clock.now());
+        if (await markDeleted(db, id, at, requestedAt)) {
+          summary.deleted++;
+          this.events.safeEmit('detail:deleted', { id });
+          return;
+        }
+        // A list still shows it (the API out of step with itself, or an id its detail route cannot serve): not gone,
+        // but failing, backed off until it leaves the lists or its detail answers.
+        await recordDetailFailure(db, id, at);
+        const told = `the API answered 404 (${e.message}), but a list still shows it: not marked deleted`;
+        summary.errors.push(`ticket ${id}: ${told}`);
+        this.#o.logger.warn({ ticket: id, err: told }, 'ticket detail not stored; will retry later');
+        this.events.safeEmit('detail:failed', { id, error: e });
         return;
       }
       // One ticket whose detail keeps failing must not block the queue behind it: it backs off on its own. Two server

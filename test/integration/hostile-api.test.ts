@@ -112,6 +112,30 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
   });
 
+  it("a ticket the lists keep showing whose detail the API answers 404 is not marked deleted at each poll, nor asked for at each poll", async () => {
+    await m.runUntil(synced);
+    // An API out of step with itself (or an id its detail route cannot serve): listed, and "not found".
+    const ticket = m.sim.model.randomTicketId('open')!;
+    const notFound = { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":"Ticket not found."}' };
+    m.sim.faults.inject({ kind: 'answer', match: new RegExp(`^/api/v1/ticket/${ticket}$`), answer: notFound, times: 100_000 });
+    const start = m.sim.log.length;
+    const summaries = await m.runFor(3 * 60 * MIN);
+    const polls = m.sim.log.slice(start).filter((r) => r.path === '/api/v1/tickets').length;
+    const asked = m.sim.log.slice(start).filter((r) => r.path === `/api/v1/ticket/${ticket}`).length;
+    expect(polls).toBeGreaterThan(15);
+    // Backed off like any failing detail (1 min doubling): 8 requests in 3 h at most, not one a poll.
+    expect(asked).toBeLessThanOrEqual(8);
+    expect(summaries.reduce((n, s) => n + s.deleted, 0)).toBe(0);
+    expect(await deleted()).toBe(0);
+    expect(summaries.flatMap((s) => s.errors)).toContainEqual(expect.stringMatching(new RegExp(`^ticket ${ticket}: .*404.*a list still shows it`)));
+
+    // Gone for real: it leaves the lists, and the next 404 marks it deleted.
+    m.sim.faults.clear();
+    m.sim.model.deleteTicket(ticket);
+    await m.runUntil(async () => (await deleted()) === 1, 2_000);
+    expect(await deleted()).toBe(1);
+  });
+
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {
     const controller = new AbortController();
     const options = {

@@ -161,12 +161,21 @@ export async function attachmentTicketId(tx: Tx, attachmentId: string): Promise<
   return row?.ticket_id ?? null;
 }
 
-/** The API answered 404: the ticket is gone there. It stays in the mirror, marked. */
-export async function markDeleted(tx: Tx, id: string, at: string, requestedAt: string): Promise<void> {
-  await tx.execute(sql`
+/**
+ * The API answered 404: the ticket is gone there. It stays in the mirror, marked. Not while a list still shows it,
+ * though: the 404 then contradicts the lists, and the next poll would revive the ticket and ask for it again, at every
+ * poll. Returns whether it was marked; the caller backs off one that was not (recordDetailFailure) until the lists agree.
+ */
+export async function markDeleted(tx: Tx, id: string, at: string, requestedAt: string): Promise<boolean> {
+  const rows = await queryRows<{ id: string }>(
+    tx,
+    sql`
     update tickets set deleted_at = coalesce(deleted_at, ${at}::timestamptz), detail_failures = 0, detail_retry_after = null,
       detail_due_since = case when detail_due_since <= ${requestedAt}::timestamptz then null else detail_due_since end
-    where id = ${id}`);
+    where id = ${id} and not (in_open or in_self or in_unassigned or in_resolved)
+    returning id`,
+  );
+  return rows.length > 0;
 }
 
 /** A detail that could not be fetched or stored: back off this ticket (1 min, doubling, at most 6 h). */
