@@ -127,10 +127,23 @@ export function parseListItems(body: readonly unknown[], listName: string, probl
   return items;
 }
 
-/** Item `index` of a list (see parseListItems); null when its ticket is already in `seen`, to which it is added. */
+/**
+ * The longest ticket id stored, in UTF-8 bytes. A PostgreSQL B-tree entry holds at most 2,704 bytes, and some of the
+ * mirror's indexes pair the id with another column: a longer id would fail the write of the whole list, at every poll.
+ */
+export const MAX_ID_BYTES = 1_000;
+
+/**
+ * Item `index` of a list (see parseListItems); null when its ticket is already in `seen`, to which it is added, or when
+ * its id is longer than MAX_ID_BYTES: such a ticket can never have been stored, so leaving it out takes nothing for gone.
+ */
 export function parseListItem(raw: unknown, index: number, listName: string, problems: Problems, seen: Set<string>): ListItem | null {
   if (!isObject(raw)) throw new UnstorableError(`${listName}[${index}] is not an object`);
   const id = storableText(typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`));
+  if (id.length > MAX_ID_BYTES / 4 && Buffer.byteLength(id) > MAX_ID_BYTES) {
+    problems.add(`${listName}[${index}]`, `a ticket id of ${Buffer.byteLength(id)} bytes, longer than the ${MAX_ID_BYTES} the mirror stores: skipped`);
+    return null;
+  }
   if (seen.has(id)) {
     problems.add(`${listName}[${index}]`, `ticket ${id} is listed twice`);
     return null;

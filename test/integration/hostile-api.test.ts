@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Daemon } from '../../src/daemon/daemon.ts';
 import { queryRows, sql } from '../../src/db/connect.ts';
@@ -134,6 +135,18 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     m.sim.model.deleteTicket(ticket);
     await m.runUntil(async () => (await deleted()) === 1, 2_000);
     expect(await deleted()).toBe(1);
+  });
+
+  it('a list item whose id is 6,000 characters long (too long for any index) is skipped; the list goes on being mirrored', async () => {
+    await m.runUntil(synced);
+    const long = { ...m.sim.model.list('open')[0]!, id: randomBytes(3_000).toString('hex') };
+    const body = JSON.stringify([...m.sim.model.list('open'), long]);
+    m.sim.faults.inject({ kind: 'answer', match: /^\/api\/v1\/tickets$/, answer: { status: 200, headers: { 'content-type': 'application/json' }, body }, times: 100_000 });
+    const summaries = await m.runFor(30 * MIN);
+    expect(m.sim.faults.pending).toBeLessThan(100_000);
+    expect(summaries.flatMap((s) => s.errors).filter((e) => e.startsWith('open list'))).toEqual([]);
+    expect(summaries.filter((s) => s.polls.includes('open')).length).toBeGreaterThan(0);
+    expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
   });
 
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {

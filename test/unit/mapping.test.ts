@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mapDetail, parseListItems, Problems, UnstorableError } from '../../src/sync/mapping.ts';
+import { mapDetail, MAX_ID_BYTES, parseListItems, Problems, UnstorableError } from '../../src/sync/mapping.ts';
 
 const URL1 = 'https://files.example/files/a1/x.pdf?expires=1&signature=abc';
 const detail = () => ({
@@ -125,6 +125,14 @@ describe('text PostgreSQL refuses', () => {
 describe('parseListItems', () => {
   it('refuses a list with an item it cannot name', () => {
     expect(() => parseListItems([{ id: 'a' }, { name: 'no id' }], 'open', new Problems())).toThrow(UnstorableError);
+  });
+
+  it(`skips, and reports, an item whose id is longer than ${MAX_ID_BYTES} bytes (UTF-8)`, () => {
+    const problems = new Problems();
+    const fits = 'é'.repeat(MAX_ID_BYTES / 2);
+    const items = parseListItems([{ id: fits }, { id: `${fits}x` }, { id: 'b' }], 'open', problems);
+    expect(items.map((i) => i.id)).toEqual([fits, 'b']);
+    expect(problems.lines.filter((l) => l.startsWith('open[1]: a ticket id of 1001 bytes'))).toHaveLength(1);
   });
 
   it('keeps membership of an item with an odd field, and marks the field', () => {
