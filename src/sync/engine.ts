@@ -99,6 +99,12 @@ export class SyncEngine {
   #requestsThisPass = 0;
   /** Consecutive detail fetches that failed with a server or network error. */
   #transientStreak = 0;
+  /**
+   * When each list's answer was last found unusable. Such a poll records nothing (list_polls), so the planner would
+   * find the list due at every pass and ask for it again, the same answer each time; it is due a sweep after the
+   * failure instead, as after a poll that worked. Kept in memory: after a restart a failed list is asked for once more.
+   */
+  readonly #listFailedAt = new Map<ListName, number>();
 
   constructor(options: EngineOptions) {
     intOption('concurrency', options.concurrency, 2);
@@ -155,6 +161,9 @@ export class SyncEngine {
     await this.init();
     const { db } = this.#o;
     const [lists, counts, history] = await Promise.all([listStates(db), countWork(db, now), plannerHistory(db, now)]);
+    for (const [list, at] of this.#listFailedAt) {
+      if (at > (lists[list].lastPolledAt ?? -Infinity)) lists[list] = { lastPolledAt: at };
+    }
     return planPass({
       now,
       budget: this.gate.snapshot(now),
@@ -327,6 +336,7 @@ export class SyncEngine {
   }
 
   #listFailed(list: ListName, error: Error, summary: PassSummary): void {
+    this.#listFailedAt.set(list, this.#o.clock.now());
     summary.errors.push(`${list} list: ${error.message}`);
     this.#o.logger.warn({ list, err: error.message }, 'list response unusable; nothing changed');
     this.events.safeEmit('list:failed', { list, error });
