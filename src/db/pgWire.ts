@@ -10,6 +10,25 @@ export function frontendMessageType(message: Uint8Array): string {
 
 export const TERMINATE = 'X';
 
+/**
+ * What a client may send once authenticated, as PostgreSQL's PostgresMain reads it: Bind, Close, CopyDone, Describe,
+ * CopyData, Execute, FunctionCall, CopyFail, Flush, Parse, Query, Sync, Terminate.
+ */
+const FRONTEND_TYPES = new Set(['B', 'C', 'c', 'D', 'd', 'E', 'F', 'f', 'H', 'P', 'Q', 'S', 'X']);
+
+/**
+ * Why an authenticated client's message must not reach the backend (PostgreSQL ends the connection over it with FATAL
+ * 08P01), or null when it may.
+ * Warning: PGlite, handed a message of any other type, answers FATAL "protocol synchronization was lost" over and
+ * over without returning, and the process it runs in never runs anything else again.
+ */
+export function invalidFrontendMessage(message: Uint8Array): string | null {
+  if (!FRONTEND_TYPES.has(frontendMessageType(message))) return `invalid frontend message type ${message[0] ?? 0}`;
+  const buffer = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  if (buffer.length < 5 || buffer.readInt32BE(1) !== buffer.length - 1) return 'invalid message length';
+  return null;
+}
+
 /** Sync: ends an extended-query cycle; the backend answers ReadyForQuery. */
 export const SYNC_MESSAGE = Uint8Array.of(0x53, 0, 0, 0, 4);
 

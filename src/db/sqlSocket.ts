@@ -4,7 +4,7 @@ import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-
 import { drizzle } from 'drizzle-orm/pglite';
 import type { Logger } from '../logger.ts';
 import { quoteIdent, type Database, type Db } from './connect.ts';
-import { copyFailMessage, errorResponse, frontendMessageType, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE } from './pgWire.ts';
+import { copyFailMessage, errorResponse, frontendMessageType, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE } from './pgWire.ts';
 import * as schema from './schema.ts';
 import { scramVerifier } from './scram.ts';
 import { SessionScheduler, type SessionUser } from './sessionScheduler.ts';
@@ -193,7 +193,13 @@ export async function serveEmbeddedDatabase(
     enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
       const connection = connections.get(handlerId);
       if (!connection) return Promise.reject(new Error('connection closed'));
-      return connection.auth.authenticated ? execute(handlerId, message, onData) : authenticate(handlerId, connection, message, onData);
+      if (!connection.auth.authenticated) return authenticate(handlerId, connection, message, onData);
+      const invalid = invalidFrontendMessage(message);
+      if (invalid === null) return execute(handlerId, message, onData);
+      // Never for PGlite, which would loop on it forever (see invalidFrontendMessage).
+      logger?.warn({ connection: handlerId, reason: invalid }, 'SQL socket: a client broke the protocol; disconnecting it');
+      terminate(handlerId, '08P01', invalid);
+      return Promise.resolve(0);
     },
     clearQueueForHandler(handlerId: number): void {
       scheduler.cancel(handlerId, new Error('connection closed'));

@@ -176,6 +176,36 @@ describe('SQL socket of the embedded database', () => {
     raw.end();
   });
 
+  it('refuses a message PostgreSQL does not have with FATAL 08P01, never handing it to PGlite (which loops on it forever)', async () => {
+    // PGlite answers such a message with FATAL "protocol synchronization was lost" over and over, without returning, so
+    // nothing else in the process would ever run again (this test included): here it is refused before PGlite sees it.
+    const pglite = database.pglite!;
+    const original = pglite.execProtocolRawStream.bind(pglite);
+    const wouldLoop: string[] = [];
+    pglite.execProtocolRawStream = (bytes, options) => {
+      const type = String.fromCharCode(bytes[0] ?? 0);
+      // The startup message (no type byte: its length comes first) and the protocol's own messages go through.
+      if (bytes[0] === 0 || ('BCcDdEFfHPQSX'.includes(type) && bytes.length >= 5)) return original(bytes, options);
+      wouldLoop.push(type);
+      return Promise.reject(new Error(`PGlite would loop on message "${type}"`));
+    };
+    try {
+      // 'z' is no frontend message; 'p' (a password) is one only before authentication; a length below 4 cannot be.
+      for (const bytes of [message('z', cstring('x')), message('p', cstring('again')), Buffer.concat([Buffer.from('Q'), int32(2), Buffer.from('s')])]) {
+        const raw = await RawClient.open(server.port);
+        const output = await raw.untilClosed(bytes);
+        expect(output).toMatch(/FATAL.*08P01.*invalid (frontend message type|message length)/s);
+        expect(output).not.toMatch(/synchronization was lost/);
+        // The daemon's session goes on.
+        expect(await daemonCount(server.db, 'none')).toBe(0);
+        expect(server.stats()).toMatchObject({ holder: null, waiting: 0 });
+      }
+      expect(wouldLoop).toEqual([]);
+    } finally {
+      pglite.execProtocolRawStream = original;
+    }
+  });
+
   it("rolls back what a client left open when it disconnects", async () => {
     const c = await client(server.port);
     await c.query('begin');
@@ -300,5 +330,16 @@ class RawClient {
 
   end(): void {
     this.socket.end(message('X'));
+  }
+
+  /** Sends `bytes`, then resolves with everything received (as latin1, unparsed) once the server closes the connection. */
+  async untilClosed(bytes: Buffer): Promise<string> {
+    const chunks: Buffer[] = [];
+    this.socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    this.socket.on('error', () => {}); // a reset of bytes the server left unread is a close too
+    const closed = new Promise<void>((resolve) => this.socket.once('close', () => resolve()));
+    this.socket.write(bytes);
+    await closed;
+    return Buffer.concat(chunks).toString('latin1');
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorResponse, ReadyForQueryTracker } from '../../src/db/pgWire.ts';
+import { copyFailMessage, errorResponse, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE } from '../../src/db/pgWire.ts';
 
 describe('ReadyForQueryTracker', () => {
   it('finds the status of the last ReadyForQuery across arbitrary chunk boundaries', () => {
@@ -20,5 +20,21 @@ describe('ReadyForQueryTracker', () => {
       expect(statuses).toEqual(size === stream.length ? ['I'] : ['E', 'I']);
       expect(tracker.count).toBe(2);
     }
+  });
+});
+
+describe('invalidFrontendMessage', () => {
+  const typed = (type: string, length: number, body = '') => Buffer.concat([Buffer.from(type, 'latin1'), Buffer.from([length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff]), Buffer.from(body)]);
+  it('lets the protocol\'s own messages through', () => {
+    expect(invalidFrontendMessage(typed('Q', 13, 'select 1\0'))).toBe(null);
+    expect(invalidFrontendMessage(SYNC_MESSAGE)).toBe(null);
+    expect(invalidFrontendMessage(copyFailMessage('gone'))).toBe(null);
+  });
+  it('names a type PostgreSQL does not have, or a length that does not add up', () => {
+    expect(invalidFrontendMessage(typed('z', 4))).toBe('invalid frontend message type 122');
+    expect(invalidFrontendMessage(typed('p', 10, 'secret'))).toBe('invalid frontend message type 112');
+    expect(invalidFrontendMessage(typed('Q', 2).subarray(0, 3))).toBe('invalid message length');
+    expect(invalidFrontendMessage(typed('Q', -5, 'select 1'))).toBe('invalid message length');
+    expect(invalidFrontendMessage(Buffer.from('Q'))).toBe('invalid message length');
   });
 });
