@@ -11,9 +11,11 @@ import { msOption } from '../options.ts';
  *
  *   FREE --(unit of user U ends, holds(U))--> HELD(U) --(unit of U ends, !holds(U))--> FREE
  *
- * Warning: a holder that goes quiet stops everyone else. After `holdTimeoutMs` of the holder being idle while others
- * wait, `onHoldTimeout(holder)` is called so the owner of that user can end it (PostgreSQL's
- * idle_in_transaction_session_timeout, but only when someone is actually kept waiting).
+ * Warning: a holder stops everyone else, even one that keeps sending something (a client with autocommit off that runs
+ * a query every 30 s and never commits). Once others have waited `holdTimeoutMs` behind the same holder, counted from
+ * when the first of them began to wait and not restarted by the holder's own units, `onHoldTimeout(holder)` is called
+ * at the holder's next pause so the owner of that user can end it (PostgreSQL's transaction_timeout, but only when
+ * someone is actually kept waiting).
  */
 
 export type SessionUser = 'daemon' | number;
@@ -21,7 +23,7 @@ export type SessionUser = 'daemon' | number;
 export interface SessionSchedulerOptions {
   /** Whether `user`, whose unit just ended, still holds the session. */
   holds: (user: SessionUser) => boolean;
-  /** Called when a quiet holder has kept others waiting for `holdTimeoutMs`. */
+  /** Called, between the holder's units, once it has kept others waiting for `holdTimeoutMs`. */
   onHoldTimeout?: (holder: SessionUser) => void;
   /** @default 60_000; 0 = wait for the holder forever */
   holdTimeoutMs?: number;
@@ -44,6 +46,8 @@ export class SessionScheduler {
   /** The user of the last unit that ran: its settings may still be in the session. */
   #previous: SessionUser | null = null;
   #holdTimer: NodeJS.Timeout | undefined;
+  /** When (performance.now()) the first unit of another user began to wait behind the current holder; null if none. */
+  #waitingSince: number | null = null;
 
   constructor(options: SessionSchedulerOptions) {
     this.#holds = options.holds;
@@ -68,6 +72,7 @@ export class SessionScheduler {
   run<T>(user: SessionUser, work: (previous: SessionUser | null) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ user, work, resolve: resolve as (value: unknown) => void, reject });
+      this.#noteWaiting();
       this.#pump();
     });
   }
@@ -80,6 +85,7 @@ export class SessionScheduler {
       else kept.push(unit);
     }
     this.#queue = kept;
+    this.#noteWaiting();
     this.#pump();
   }
 
@@ -106,11 +112,15 @@ export class SessionScheduler {
       outcome = { ok: false, error };
     }
     // Decide the next holder before anyone awaiting this unit runs, so their next unit queues behind the right one.
+    let holder: SessionUser | null;
     try {
-      this.#holder = this.#holds(unit.user) ? unit.user : null;
+      holder = this.#holds(unit.user) ? unit.user : null;
     } catch {
-      this.#holder = null;
+      holder = null;
     }
+    if (holder !== this.#holder) this.#waitingSince = null;
+    this.#holder = holder;
+    this.#noteWaiting();
     this.#previous = unit.user;
     this.#running = false;
     if (outcome.ok) unit.resolve(outcome.value);
@@ -118,15 +128,23 @@ export class SessionScheduler {
     this.#pump();
   }
 
+  /** Starts counting when someone begins to wait behind the holder, and stops when nobody does any more. */
+  #noteWaiting(): void {
+    const holder = this.#holder;
+    if (holder === null || !this.#queue.some((u) => u.user !== holder)) this.#waitingSince = null;
+    else this.#waitingSince ??= performance.now();
+  }
+
   #armHoldTimer(): void {
     const holder = this.#holder;
     if (holder === null || this.#queue.length === 0 || this.#holdTimeoutMs <= 0 || !this.#onHoldTimeout) return;
     if (this.#holdTimer) return;
+    const waited = performance.now() - (this.#waitingSince ?? performance.now());
     this.#holdTimer = setTimeout(() => {
       this.#holdTimer = undefined;
       // Still the same quiet holder, still someone waiting: give up on it.
       if (this.#holder === holder && !this.#running && this.#queue.length > 0) this.#onHoldTimeout?.(holder);
-    }, this.#holdTimeoutMs);
+    }, Math.max(0, this.#holdTimeoutMs - waited));
     this.#holdTimer.unref();
   }
 

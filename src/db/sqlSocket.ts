@@ -32,8 +32,9 @@ import { SocketAuthentication } from './socketAuth.ts';
  * scheduler: each of its queries and transactions is one unit. A user holds the session from its first message until
  * PGlite answers ReadyForQuery with status 'I' (idle), read from the output stream, so a client's open transaction,
  * extended-query cycle or COPY makes the daemon wait instead of interleaving, and the daemon's transaction makes
- * the clients wait. A client that holds the session idle while others wait longer than `holdTimeoutMs` is
- * disconnected (FATAL 25P03) and its transaction rolled back, so one forgotten `BEGIN` in psql cannot stop the mirror.
+ * the clients wait. A client that holds the session while others wait longer than `holdTimeoutMs` in all (its own
+ * queries meanwhile do not restart the count) is disconnected at its next pause (FATAL 25P03) and its transaction
+ * rolled back, so neither a forgotten `BEGIN` in psql nor a tool with autocommit off can stop the mirror.
  *
  * Settings leak, because all connections share the session: a client's `SET search_path`, `SET TIME ZONE`,
  * `SET default_transaction_read_only` … stay for everyone after it. Before each daemon unit that follows another
@@ -65,7 +66,8 @@ export interface ServeEmbeddedDatabaseOptions {
   logger?: Logger;
   /** Client connections at once; one more is refused with FATAL 53300. @default 16 */
   maxConnections?: number;
-  /** How long a client may hold the session idle (open transaction) while others wait. 0 = forever. @default 60_000 */
+  /** How long a client may hold the session (an open transaction) while others wait, however busy it is meanwhile.
+   * 0 = forever. @default 60_000 */
   holdTimeoutMs?: number;
 }
 
@@ -123,8 +125,8 @@ export async function serveEmbeddedDatabase(
     holdTimeoutMs: options.holdTimeoutMs ?? 60_000,
     onHoldTimeout: (user) => {
       if (user === DAEMON) return;
-      logger?.warn({ connection: user }, 'SQL socket: a client held the embedded database idle in a transaction; disconnecting it');
-      terminate(user, '25P03', 'terminating connection: idle in transaction while others waited for the embedded database');
+      logger?.warn({ connection: user }, 'SQL socket: a client kept the embedded database in its transaction while others waited; disconnecting it');
+      terminate(user, '25P03', 'terminating connection: in a transaction while others waited for the embedded database');
     },
   });
 

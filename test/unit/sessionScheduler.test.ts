@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SessionScheduler, type SessionUser } from '../../src/db/sessionScheduler.ts';
 
 describe('SessionScheduler', () => {
@@ -41,6 +41,35 @@ describe('SessionScheduler', () => {
     await expect(stale).rejects.toThrow('gone');
     expect(await scheduler.run('daemon', async () => 'ran')).toBe('ran');
     expect(timedOut).toBe(1);
+  });
+
+  it('reports a holder once it has kept others waiting holdTimeoutMs in all, however often it sends something meanwhile', async () => {
+    vi.useFakeTimers();
+    try {
+      const holding = new Set<SessionUser>([1]);
+      const timedOutAfter: number[] = [];
+      const start = performance.now();
+      const scheduler = new SessionScheduler({
+        holds: (user) => holding.has(user),
+        holdTimeoutMs: 60_000,
+        onHoldTimeout: (holder) => {
+          timedOutAfter.push(performance.now() - start);
+          holding.delete(holder);
+          void scheduler.run(holder, async () => {});
+        },
+      });
+      await scheduler.run(1, async () => 'begin');
+      const daemon = scheduler.run('daemon', async () => 'ran');
+      // A client with autocommit off that runs a query every 30 s: never idle 60 s at a stretch, never committing.
+      for (let i = 0; i < 10 && timedOutAfter.length === 0; i++) {
+        await vi.advanceTimersByTimeAsync(30_000);
+        if (timedOutAfter.length === 0) await scheduler.run(1, async () => 'select 1');
+      }
+      expect(timedOutAfter).toEqual([60_000]);
+      expect(await daemon).toBe('ran');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a failing unit rejects its caller and frees the session', async () => {
