@@ -29,6 +29,76 @@ export function invalidFrontendMessage(message: Uint8Array): string | null {
   return null;
 }
 
+/**
+ * Whether a Query or Parse message asks for COPY … FROM STDIN, which the embedded database cannot serve: PGlite answers
+ * CopyInResponse, then reads the copy data from the same message at once, finds none, and ends its backend ("unexpected
+ * EOF on client connection … protocol synchronization was lost"), in a loop that never returns to the process.
+ * Literals, quoted names and comments are blanked first, so a reply text that speaks of copying from stdin is no COPY.
+ */
+export function asksCopyFromStdin(message: Uint8Array): boolean {
+  const type = frontendMessageType(message);
+  if (type !== 'Q' && type !== 'P') return false;
+  const buffer = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  let start = 5;
+  // Parse: the statement's name comes first.
+  if (type === 'P') start = buffer.indexOf(0, start) + 1;
+  if (start <= 0) return false;
+  const end = buffer.indexOf(0, start);
+  const text = buffer.subarray(start, end < 0 ? buffer.length : end).toString('utf8');
+  return blankLiterals(text)
+    .split(';')
+    .some((statement) => /^\s*copy\b[\s\S]*\bfrom\s+stdin\b/i.test(statement));
+}
+
+/** SQL with its string literals, quoted identifiers and comments replaced by spaces (PostgreSQL's lexical rules). */
+export function blankLiterals(sql: string): string {
+  let out = '';
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    const next = sql[i + 1];
+    let end = i + 1;
+    if (c === '-' && next === '-') {
+      end = sql.indexOf('\n', i);
+      end = end < 0 ? sql.length : end;
+    } else if (c === '/' && next === '*') {
+      // Block comments nest.
+      let depth = 0;
+      for (end = i; end < sql.length; end++) {
+        if (sql.startsWith('/*', end)) {
+          depth++;
+          end++;
+        } else if (sql.startsWith('*/', end)) {
+          depth--;
+          end++;
+          if (depth === 0) break;
+        }
+      }
+      end = Math.min(sql.length, end + 1);
+    } else if (c === "'" || c === '"') {
+      // '' (or "") inside doubles the quote; after E (an escape string) a backslash escapes the next character.
+      const escapes = c === "'" && /[eE]/.test(sql[i - 1] ?? '') && !/[\w$]/.test(sql[i - 2] ?? '');
+      for (end = i + 1; end < sql.length; end++) {
+        if (escapes && sql[end] === '\\') end++;
+        else if (sql[end] === c) {
+          if (sql[end + 1] === c) end++;
+          else break;
+        }
+      }
+      end = Math.min(sql.length, end + 1);
+    } else if (c === '$' && !/[\w$]/.test(sql[i - 1] ?? '')) {
+      const tag = /^\$(?:[A-Za-z_\u0080-\uffff][\w\u0080-\uffff]*)?\$/.exec(sql.slice(i));
+      if (tag) {
+        const close = sql.indexOf(tag[0], i + tag[0].length);
+        end = close < 0 ? sql.length : close + tag[0].length;
+      }
+    }
+    out += end === i + 1 ? c : ' '.repeat(end - i);
+    i = end;
+  }
+  return out;
+}
+
 /** Sync: ends an extended-query cycle; the backend answers ReadyForQuery. */
 export const SYNC_MESSAGE = Uint8Array.of(0x53, 0, 0, 0, 4);
 

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { eq } from 'drizzle-orm';
@@ -203,6 +206,26 @@ describe('SQL socket of the embedded database', () => {
       expect(wouldLoop).toEqual([]);
     } finally {
       pglite.execProtocolRawStream = original;
+    }
+  });
+
+  it("refuses psql's \\copy … from by name, closing that connection: PGlite would stop the daemon over it; \\copy … to works", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tm-copy-'));
+    try {
+      const rows = join(dir, 'rows.tsv');
+      writeFileSync(rows, 'copied\tsome reply text\n');
+      const refused = await psql(server.port, `\\copy reply_outbox (ticket_id, message) from '${rows}'`).then(
+        () => 'accepted',
+        (error: { stderr?: string }) => error.stderr ?? String(error),
+      );
+      expect(refused).toContain('COPY FROM STDIN');
+      expect(refused).toContain('not supported');
+      // The daemon's session goes on, nothing was copied, and the next client is served, COPY TO included.
+      expect(await queryRows(server.db, sql`select count(*)::int as n from reply_outbox where ticket_id = 'copied'`)).toEqual([{ n: 0 }]);
+      expect(server.stats()).toMatchObject({ holder: null, waiting: 0 });
+      expect(await psql(server.port, `\\copy (select 'out' as x union all select 'put') to stdout`)).toBe('out\nput');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

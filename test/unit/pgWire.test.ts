@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { copyFailMessage, errorResponse, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE } from '../../src/db/pgWire.ts';
+import { asksCopyFromStdin, blankLiterals, copyFailMessage, errorResponse, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE } from '../../src/db/pgWire.ts';
 
 describe('ReadyForQueryTracker', () => {
   it('finds the status of the last ReadyForQuery across arbitrary chunk boundaries', () => {
@@ -36,5 +36,46 @@ describe('invalidFrontendMessage', () => {
     expect(invalidFrontendMessage(typed('Q', 2).subarray(0, 3))).toBe('invalid message length');
     expect(invalidFrontendMessage(typed('Q', -5, 'select 1'))).toBe('invalid message length');
     expect(invalidFrontendMessage(Buffer.from('Q'))).toBe('invalid message length');
+  });
+});
+
+describe('asksCopyFromStdin', () => {
+  const frame = (type: string, ...parts: string[]) => {
+    const body = Buffer.concat(parts.map((p) => Buffer.from(`${p}\0`, 'utf8')));
+    const length = Buffer.alloc(4);
+    length.writeInt32BE(body.length + 4);
+    return new Uint8Array(Buffer.concat([Buffer.from(type, 'latin1'), length, body]));
+  };
+  it.each([
+    ['copy reply_outbox (ticket_id, message) from stdin', true],
+    ['COPY reply_outbox FROM STDIN WITH (FORMAT csv)', true],
+    ['  /* a /* nested */ comment */ copy x from\n  stdin', true],
+    ['select 1; copy x from stdin', true],
+    ['copy x to stdout', false],
+    ["copy (select 'from stdin') to stdout", false],
+    ["insert into reply_outbox (ticket_id, message) values ('t1', 'copy the file from stdin, then')", false],
+    ["insert into reply_outbox values ('t1', 'it''s; copy x from stdin')", false],
+    ["select E'it\\'s; copy x from stdin'", false],
+    ['select $$; copy x from stdin$$', false],
+    ['select $q$; copy x from stdin$q$', false],
+    ['select "; copy x from stdin" from t', false],
+    ['-- copy x from stdin\nselect 1', false],
+    ['select 1 -- ; copy x from stdin', false],
+  ])('a Query of %j: %s', (text, expected) => {
+    expect(asksCopyFromStdin(frame('Q', text))).toBe(expected);
+  });
+
+  it('reads the statement of a Parse message, after its name', () => {
+    expect(asksCopyFromStdin(frame('P', 'stmt1', 'copy x from stdin'))).toBe(true);
+    expect(asksCopyFromStdin(frame('P', '', 'copy x from stdin'))).toBe(true);
+    expect(asksCopyFromStdin(frame('P', 'copy x from stdin', 'select 1'))).toBe(false);
+    expect(asksCopyFromStdin(frame('B', '', 'copy x from stdin'))).toBe(false);
+  });
+
+  it('blanks literals, quoted names and comments, keeping every other character in place', () => {
+    const sql = `select 'a''b', E'c\\'d', "e""f", $t$g$t$ /* h /* i */ j */ -- k\nfrom x`;
+    const blanked = blankLiterals(sql);
+    expect(blanked).toHaveLength(sql.length);
+    expect(blanked.replace(/ +/g, ' ')).toBe('select , E , , \nfrom x');
   });
 });
