@@ -60,8 +60,9 @@ const apiUrl = z
   // A user name or password in the URL becomes a Basic Authorization header (got), which replaces the bearer token:
   // every request would be refused as unauthenticated, and blamed on the token.
   .refine((u) => {
+    // Said once the URL is an http(s) one: a URL that does not parse, or of another scheme, is one problem already.
+    if (!URL.canParse(u)) return true;
     const url = new URL(u);
-    // Said once the URL is an http(s) one: a wrong scheme is one problem already.
     return !/^https?:$/.test(url.protocol) || (url.username === '' && url.password === '');
   }, 'must not hold a user name or password: the API authenticates with the token alone (TICKETS_API_TOKEN)')
   .transform((u) => u.replace(/\/+$/, ''));

@@ -373,6 +373,9 @@ describe('TICKETS_API_URL given with /api/v1', () => {
       expect(message).not.toContain('pa55word');
     }
     expect(() => parseApiUrl('https://user:pa55word@help.example.com', '--api-url')).toThrow(/--api-url=.*must not hold a user name or password/);
+    // One that does not parse is refused as such, once, its password masked too.
+    expect(() => parseApiUrl('https://user:pa55word@help.example.com:99999', '--api-url')).toThrow(ConfigError);
+    expect(() => parseApiUrl('https://user:pa55word@help.example.com:99999', '--api-url')).toThrow(/^--api-url="https:\/\/user:\*\*\*@help.example.com:99999" must be an http\(s\) URL/);
   });
 
   it('the note is logged, at info, where the engine that uses the URL is composed', () => {
