@@ -20,7 +20,7 @@ const logger = createLogger('silent');
  * clock was right all along. The mirror must go on mirroring within the quota, not wait a year for its records to
  * look old. Real HTTP to the simulator, whose clock is the true one; the engine has a clock of its own.
  */
-describe.each(backends)('a clock set back a year, on $name', ({ open }) => {
+describe.each(backends)('a clock set back a year, on $name', { timeout: 180_000 }, ({ open }) => {
   let database: TestDatabase;
   let sim: RunningSimulator;
   let truth: ManualClock;
