@@ -53,6 +53,22 @@ describe('run stops on a signal', { timeout: 180_000 }, () => {
     expect(r.output()).toContain('"msg":"stopped"');
   }, 150_000);
 
+  // Log-rotation tools send SIGUSR1 or SIGUSR2; by default either ended the process at once, mid-pass (exit 138/140).
+  it('SIGUSR1 and SIGUSR2 are logged and ignored: it runs on, and SIGTERM still stops it gracefully', async () => {
+    const r = await startMidPass();
+    r.child.kill('SIGUSR2');
+    await waitUntil('SIGUSR2 is heard', () => r.output().includes('SIGUSR2 ignored'), 10_000, r);
+    r.child.kill('SIGUSR1');
+    await waitUntil('SIGUSR1 is heard', () => r.output().includes('SIGUSR1 ignored'), 10_000, r);
+    expect(r.child.exitCode).toBeNull();
+    expect(r.child.signalCode).toBeNull();
+    expect((await get(`${r.httpUrl}/healthz`))?.status).toBe(200);
+    r.child.kill('SIGTERM');
+    const { code, signal } = await r.exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(r.output()).toContain('"msg":"stopped"');
+  }, 150_000);
+
   it('a second signal forces the exit without waiting for the pass', async () => {
     const r = await startMidPass();
     r.child.kill('SIGTERM');

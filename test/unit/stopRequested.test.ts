@@ -35,6 +35,19 @@ describe('stopRequested', () => {
     expect(exits).toEqual([143]);
   });
 
+  it('ignores SIGUSR1 and SIGUSR2 (log rotation, reload requests): neither stops it nor counts as a first signal', async () => {
+    const { signals, exits, requested } = setUp();
+    let settled = false;
+    void requested.then(() => (settled = true));
+    signals.emit('SIGUSR2', 'SIGUSR2');
+    signals.emit('SIGUSR1', 'SIGUSR1');
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    signals.emit('SIGTERM', 'SIGTERM');
+    expect(await requested).toBe('SIGTERM');
+    expect(exits).toEqual([]);
+  });
+
   it('exits at once, with 128 + its number, on a second signal of another kind', async () => {
     const { signals, exits } = setUp();
     signals.emit('SIGTERM', 'SIGTERM');

@@ -76,6 +76,7 @@ const PARENT_CHECK_MS = 1_000;
 
 /**
  * Resolves on the first request to stop: SIGTERM, SIGINT or SIGHUP, or — when npm started the process — the end of its parent.
+ * SIGUSR1 and SIGUSR2 are logged and ignored.
  * A second signal exits at once with 128 + its number, as shells do; the same signal again within SAME_SIGNAL_MS of
  * the first is the first one delivered twice and changes nothing.
  *
@@ -109,6 +110,12 @@ export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<No
     // The terminal it runs in closed. Left to its default, SIGHUP ended the process at once, mid-pass; and `nohup`
     // cannot shield a Node process from it (Node restores the default when it starts).
     signals.on('SIGHUP', onSignal);
+    // Log-rotation tools and some supervisors send these to ask for a reopen or a reload. Left to their default they
+    // ended the process at once, mid-pass (exit 138 or 140), for a request it has nothing to do about: it logs to
+    // stdout, and its settings are read at start. Heard, logged, and otherwise ignored.
+    const ignored = (signal: NodeJS.Signals) => logger.warn({ signal }, `${signal} ignored: ticket-mirror has nothing to reload or reopen (SIGTERM stops it)`);
+    signals.on('SIGUSR1', ignored);
+    signals.on('SIGUSR2', ignored);
     if (o.startedByNpm) {
       const parent = process.ppid;
       const watch = setInterval(() => {
