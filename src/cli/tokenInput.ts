@@ -1,6 +1,6 @@
-import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { tokenCharactersProblem } from '../config/loadConfig.ts';
+import { readAtMost, readProblem } from '../config/readAtMost.ts';
 import { ConfigError } from '../errors.ts';
 import { MAX_TOKEN_BYTES } from '../fleet/tokenSeal.ts';
 
@@ -62,20 +62,16 @@ export function checkToken(raw: string, from: string): string {
   return token;
 }
 
-/** The file `given` (named so in messages) at `path`. */
+/** The file `given` (named so in messages) at `path`: at most 64 KiB, and a named pipe no longer than 10 s. */
 function readTokenFile(given: string, path: string): string {
-  let size: number;
+  let bytes: Buffer;
   try {
-    size = statSync(path).size;
+    bytes = readAtMost(path, 64 * 1024 + 1);
   } catch (error) {
-    throw new ConfigError([`--token-file ${given} cannot be read (${(error as NodeJS.ErrnoException).code})`]);
+    throw new ConfigError([`--token-file ${given} cannot be read (${readProblem(error)})`]);
   }
-  if (size > 64 * 1024) throw new ConfigError([`--token-file ${given} is ${size} bytes: not a token file`]);
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new ConfigError([`--token-file ${given} cannot be read (${(error as NodeJS.ErrnoException).code})`]);
-  }
+  if (bytes.length > 64 * 1024) throw new ConfigError([`--token-file ${given} holds more than 65536 bytes: not a token file`]);
+  return bytes.toString('utf8');
 }
 
 /**

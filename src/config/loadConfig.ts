@@ -1,10 +1,11 @@
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import type { ReportSettings } from '../model/reportSettings.ts';
 import { fleetKeyProblem } from './fleetKey.ts';
+import { readAtMost, readProblem } from './readAtMost.ts';
 import { parseBusinessHours, parseDuration, parseTimeZone } from './reportSettings.ts';
 
 /**
@@ -201,6 +202,8 @@ export interface LoadConfigOptions {
    * together with every other one (see `requireApi`). @default false
    */
   requireApi?: boolean;
+  /** How long a TICKETS_API_TOKEN_FILE that is a named pipe is waited for (tests). @default PIPE_WAIT_MS, 10 s */
+  pipeWaitMs?: number;
 }
 
 /** Reads `.env` (the environment wins over it), validates everything, and returns a frozen Config or throws ConfigError. */
@@ -215,7 +218,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
       problems.push(`${name}=${JSON.stringify(maskSecrets(merged[name] ?? ''))} ${issue.message}`);
     }
   }
-  const token = resolveToken(merged, cwd, problems);
+  const token = resolveToken(merged, cwd, problems, options.pipeWaitMs);
   const pglitePassword = resolvePglitePassword(merged, problems);
   const fleetKey = resolveFleetKey(merged, problems);
   if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));
@@ -355,7 +358,7 @@ function readDotenv(cwd: string): Record<string, string> {
   }
 }
 
-function resolveToken(env: Record<string, string | undefined>, cwd: string, problems: string[]): string | undefined {
+function resolveToken(env: Record<string, string | undefined>, cwd: string, problems: string[], pipeWaitMs?: number): string | undefined {
   const direct = env.TICKETS_API_TOKEN?.trim() || undefined;
   const file = env.TICKETS_API_TOKEN_FILE?.trim() || undefined;
   if (direct && file) {
@@ -369,7 +372,7 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
   };
   if (!file) return checked(direct, 'TICKETS_API_TOKEN');
   try {
-    const bytes = readAtMost(resolve(cwd, file), TOKEN_FILE_MAX_BYTES + 1);
+    const bytes = readAtMost(resolve(cwd, file), TOKEN_FILE_MAX_BYTES + 1, pipeWaitMs);
     if (bytes.length > TOKEN_FILE_MAX_BYTES) {
       problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} holds more than ${TOKEN_FILE_MAX_BYTES} bytes: not a token file`);
       return undefined;
@@ -378,26 +381,13 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
     if (!token) problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} is empty`);
     return checked(token || undefined, `TICKETS_API_TOKEN_FILE=${JSON.stringify(file)}`);
   } catch (error) {
-    problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${(error as NodeJS.ErrnoException).code})`);
+    problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${readProblem(error)})`);
     return undefined;
   }
 }
 
 /** The largest token file read (as `--token-file`'s): more is a file named by mistake, or a device that never ends. */
 const TOKEN_FILE_MAX_BYTES = 64 * 1024;
-
-/** The first `max` bytes of a file, without reading the rest: /dev/zero or a huge file ends there. */
-function readAtMost(path: string, max: number): Buffer {
-  const fd = openSync(path, 'r');
-  try {
-    const buffer = Buffer.alloc(max);
-    let length = 0;
-    for (let n = -1; n !== 0 && length < max; length += n) n = readSync(fd, buffer, length, max - length, null);
-    return buffer.subarray(0, length);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * What is wrong with the characters of a bearer token (trimmed), or null; never shows the token. It goes into an

@@ -1,3 +1,4 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -128,6 +129,7 @@ describe.skipIf(!postgresUrl)('accounts on the command line', { timeout: 600_000
   });
 
   it('refuses bad input with exit 2 and one line each, adding nothing', async () => {
+    execFileSync('mkfifo', [join(cwd, 'silent-pipe')]);
     const cases: Array<[string[], string, RegExp]> = [
       [['accounts', 'add', 'Acme', '--api-url', 'https://x.example.com', '--token-stdin'], TOKEN, /account name "Acme" must be/],
       [['accounts', 'add', '1acme', '--api-url', 'https://x.example.com', '--token-stdin'], TOKEN, /account name/],
@@ -146,6 +148,8 @@ describe.skipIf(!postgresUrl)('accounts on the command line', { timeout: 600_000
       [['accounts', 'add', name('bad'), '--api-url', 'https://x.example.com', '--token-stdin'], `${TOKEN} second`, /holds a space/],
       [['accounts', 'add', name('bad'), '--api-url', 'https://x.example.com', '--token-file', 'missing'], '', /--token-file missing cannot be read \(ENOENT\)/],
       [['accounts', 'add', name('bad'), '--api-url', 'https://x.example.com', '--token-env', 'NOT_SET_HERE'], '', /the environment has no NOT_SET_HERE/],
+      // A named pipe nothing writes to: 10 s, then one line (it waited in open(2) for ever).
+      [['accounts', 'add', name('bad'), '--api-url', 'https://x.example.com', '--token-file', 'silent-pipe'], '', /--token-file silent-pipe cannot be read \(ETIMEDOUT: a pipe nothing wrote to within 10 s\)/],
       [['accounts', 'pause', 'No'], '', /account name "No"/],
     ];
     const results = [];
@@ -309,6 +313,16 @@ describe.skipIf(!postgresUrl)('accounts on the command line', { timeout: 600_000
     expect((await cli(['accounts', 'rekey', '--old-key-env', 'OLD_FLEET_KEY'], '', { FLEET_KEY: NEW, OLD_FLEET_KEY: KEY })).stdout).toContain('sealed 0 token(s)');
     const bad = await cli(['accounts', 'rekey', '--old-key-env', 'OLD_FLEET_KEY'], '', { FLEET_KEY: NEW, OLD_FLEET_KEY: 'nope' });
     expect(bad.code).toBe(2);
+  });
+
+  // statSync said 0 bytes, then readFileSync waited in open(2) for a writer: a pipe no one wrote to held it for ever.
+  it('reads --token-file from a named pipe (a secret agent, a process substitution)', async () => {
+    execFileSync('mkfifo', [join(cwd, 'token-pipe')]);
+    const writer = spawn('sh', ['-c', `printf '%s\\n' "$T" > token-pipe`], { cwd, env: { ...process.env, T: TOKEN } });
+    const written = new Promise((resolve) => writer.once('exit', resolve));
+    expect(await cli(['accounts', 'add', name('pipe'), '--api-url', 'https://pipe.example.com', '--token-file', 'token-pipe'])).toMatchObject({ code: 0 });
+    expect(await written).toBe(0);
+    expect(openToken(key, name('pipe'), (await row(name('pipe')))!.tokenSealed)).toBe(TOKEN);
   });
 
   it('wrote no token text in any output of any command above', () => {

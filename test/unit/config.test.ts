@@ -1,3 +1,4 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,6 +176,19 @@ describe('loadConfig', () => {
     writeFileSync(join(cwd, 'big'), `tok-secret${'a'.repeat(70 * 1024)}\n`);
     const problems = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'big' }, { cwd }));
     expect(problems).toEqual(['TICKETS_API_TOKEN_FILE="big" holds more than 65536 bytes: not a token file']);
+  });
+
+  // Opened as a plain file, a named pipe no one wrote to held the start for ever, silent (open(2) waits for a writer).
+  it('reads a named pipe once its writer has written and closed it, and gives up on one nothing writes to', async () => {
+    const cwd = emptyDir();
+    execFileSync('mkfifo', [join(cwd, 'fifo')]);
+    const problems = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'fifo' }, { cwd, pipeWaitMs: 200 }));
+    expect(problems).toEqual(['TICKETS_API_TOKEN_FILE="fifo" cannot be read (ETIMEDOUT: a pipe nothing wrote to within 0.2 s)']);
+    // A secret agent's writer blocks in open(2) until the mirror opens the pipe to read it.
+    const writer = spawn('sh', ['-c', 'printf "tok-from-pipe\\n" > fifo'], { cwd });
+    const done = new Promise((resolve) => writer.once('exit', resolve));
+    expect(loadConfig({ TICKETS_API_TOKEN_FILE: 'fifo' }, { cwd, pipeWaitMs: 30_000 }).apiToken).toBe('tok-from-pipe');
+    expect(await done).toBe(0);
   });
 
   // Node refuses such a header at every request (ERR_INVALID_CHAR): `sync` failed each pass on "GET /api/v1/tickets:
