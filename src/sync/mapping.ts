@@ -133,6 +133,10 @@ export function parseListItems(body: readonly unknown[], listName: string, probl
  */
 export const MAX_ID_BYTES = 1_000;
 
+function tooLong(id: string): boolean {
+  return id.length > MAX_ID_BYTES / 4 && Buffer.byteLength(id) > MAX_ID_BYTES;
+}
+
 /**
  * Item `index` of a list (see parseListItems); null when its ticket is already in `seen`, to which it is added, or when
  * its id is longer than MAX_ID_BYTES: such a ticket can never have been stored, so leaving it out takes nothing for gone.
@@ -140,7 +144,7 @@ export const MAX_ID_BYTES = 1_000;
 export function parseListItem(raw: unknown, index: number, listName: string, problems: Problems, seen: Set<string>): ListItem | null {
   if (!isObject(raw)) throw new UnstorableError(`${listName}[${index}] is not an object`);
   const id = storableText(typeof raw.id === 'string' && raw.id.length > 0 ? raw.id : requireId(raw.id, `${listName}[${index}]`));
-  if (id.length > MAX_ID_BYTES / 4 && Buffer.byteLength(id) > MAX_ID_BYTES) {
+  if (tooLong(id)) {
     problems.add(`${listName}[${index}]`, `a ticket id of ${Buffer.byteLength(id)} bytes, longer than the ${MAX_ID_BYTES} the mirror stores: skipped`);
     return null;
   }
@@ -266,6 +270,12 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
   for (const [index, m] of arrayField(body, 'messages', where, problems).entries()) {
     if (!isObject(m)) throw new UnstorableError(`${where}: messages[${index}] is not an object`);
     const messageId = requireId(m.id, `${where} messages[${index}]`);
+    // As a list item's (see MAX_ID_BYTES): stored, it failed the write of the whole ticket, at every retry. Left out, it
+    // is never stored, so nothing stored is taken for gone; its attachments go with it.
+    if (tooLong(messageId)) {
+      problems.add(where, `messages[${index}] has an id of ${Buffer.byteLength(messageId)} bytes, longer than the ${MAX_ID_BYTES} the mirror stores: skipped`);
+      continue;
+    }
     if (messageIds.has(messageId)) {
       problems.add(where, `message ${messageId} is listed twice`);
       continue;
@@ -288,20 +298,25 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
     });
     for (const a of arrayField(m, 'attachments', `${where} message ${messageId}`, problems)) {
       const row = mapAttachment(a, id, messageId, `${where} message ${messageId}`, problems);
-      attachments.set(row.id, row);
+      if (row) attachments.set(row.id, row);
     }
   }
   // The same attachment is listed at ticket level and inside its message: stored once, with its message.
   for (const a of arrayField(body, 'attachments', where, problems)) {
     const row = mapAttachment(a, id, null, where, problems);
-    if (!attachments.has(row.id)) attachments.set(row.id, row);
+    if (row && !attachments.has(row.id)) attachments.set(row.id, row);
   }
   return { ticket, messages, attachments: [...attachments.values()], raw, problems: problems.lines };
 }
 
-function mapAttachment(a: unknown, ticketId: string, messageId: string | null, where: string, problems: Problems): AttachmentRow {
+/** One attachment's row; null, reported, when its id is too long to store (see MAX_ID_BYTES). */
+function mapAttachment(a: unknown, ticketId: string, messageId: string | null, where: string, problems: Problems): AttachmentRow | null {
   if (!isObject(a)) throw new UnstorableError(`${where}: an attachment is not an object`);
   const id = requireId(a.id, `${where} attachment`);
+  if (tooLong(id)) {
+    problems.add(where, `an attachment id of ${Buffer.byteLength(id)} bytes, longer than the ${MAX_ID_BYTES} the mirror stores: skipped`);
+    return null;
+  }
   const f = convertAll(a, ATTACHMENT_FIELDS, `${where} attachment ${id}`, problems);
   return { id, ticketId, messageId, name: f.name as string | null, mimeType: f.mime_type as string | null, size: f.size as number | null };
 }

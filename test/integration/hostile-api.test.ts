@@ -137,6 +137,30 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     expect(await deleted()).toBe(1);
   });
 
+  it('a message or attachment whose id is 6,000 characters long is skipped; the rest of its ticket is stored, without retries', async () => {
+    const ticket = m.sim.model.randomTicketId('open')!;
+    const long = () => randomBytes(3_000).toString('hex');
+    const detail = structuredClone(m.sim.model.detail(ticket)!) as unknown as Record<string, unknown> & { messages: Array<Record<string, unknown>>; attachments: unknown[] };
+    const file = { id: long(), name: 'a.txt', mime_type: 'txt', size: 1, url: 'https://files.example.com/a?sig=x' };
+    detail.messages.push({ ...detail.messages[0]!, id: long(), attachments: [] });
+    detail.messages[0]!.attachments = [...(detail.messages[0]!.attachments as unknown[]), file];
+    detail.attachments = [...detail.attachments, { ...file, id: long() }];
+    const path = new RegExp(`^/api/v1/ticket/${ticket}$`);
+    m.sim.faults.inject({ kind: 'answer', match: path, answer: { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(detail) }, times: 100_000 });
+    const summaries = await m.runFor(60 * MIN);
+    expect(summaries.flatMap((s) => s.errors).filter((e) => e.includes(ticket))).toEqual([]);
+    // Asked for as often as any open ticket (revalidation), never as a failing one.
+    const asked = (p: RegExp) => m.sim.log.filter((r) => p.test(r.path)).length;
+    const other = m.sim.model.list('open').find((t) => t.id !== ticket)!.id;
+    expect(asked(path)).toBeGreaterThanOrEqual(1);
+    expect(asked(path)).toBeLessThanOrEqual(asked(new RegExp(`^/api/v1/ticket/${other}$`)) + 1);
+    const stored = await queryRows<{ id: string }>(m.db, sql`select id from messages where ticket_id = ${ticket} order by id`);
+    const short = detail.messages.map((x) => x.id as string).filter((id) => id.length < 1_000);
+    expect(stored.map((r) => r.id)).toEqual([...short].sort());
+    expect(await count(m.db, sql`select count(*)::int as n from attachments where length(id) > 1000`)).toBe(0);
+    expect(await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticket} and detail_synced_at is not null`)).toBe(1);
+  });
+
   it('a list item whose id is 6,000 characters long (too long for any index) is skipped; the list goes on being mirrored', async () => {
     await m.runUntil(synced);
     const long = { ...m.sim.model.list('open')[0]!, id: randomBytes(3_000).toString('hex') };

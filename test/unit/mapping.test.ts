@@ -46,6 +46,21 @@ describe('mapDetail', () => {
     expect(d.problems).toEqual([]);
   });
 
+  it(`skips, and reports, a message or an attachment whose id is longer than ${MAX_ID_BYTES} bytes, with the message's attachments`, () => {
+    const long = 'é'.repeat(MAX_ID_BYTES / 2) + 'x';
+    const body = detail();
+    const m1 = body.messages[0]!;
+    body.messages.push({ ...m1, id: long, attachments: [{ ...m1.attachments[0]!, id: 'a2' }] });
+    m1.attachments.push({ ...m1.attachments[0]!, id: `${long}a` });
+    const d = mapDetail(body, 't1');
+    expect(d.messages.map((m) => m.id)).toEqual(['m1']);
+    expect(d.attachments.map((a) => a.id)).toEqual(['a1']);
+    expect(d.problems).toEqual([
+      'ticket t1 message m1: an attachment id of 1002 bytes, longer than the 1000 the mirror stores: skipped',
+      'ticket t1: messages[1] has an id of 1001 bytes, longer than the 1000 the mirror stores: skipped',
+    ]);
+  });
+
   it('keeps unknown fields in raw and no part of any attachment URL', () => {
     const d = mapDetail(detail(), 't1');
     const text = JSON.stringify(d.raw);
