@@ -10,11 +10,11 @@ import { toEpochMicros } from '../time.ts';
  * | answer                                                           | verdict     |
  * |------------------------------------------------------------------|-------------|
  * | 2xx with a JSON `{id: non-empty string, created_at: timestamp}`  | created     |
- * | 401, 403, 422 with the API's JSON `{"error": string}` body       | refused     |
+ * | 400, 401, 403, 405, 413, 415, 422 with the API's `{"error"}` body | refused     |
  * | 404 with the API's JSON `{"error": string}` body                 | not_found   |
  * | an HTML page, whatever its status (a proxy, a login page)        | unknown     |
  * | a 2xx that is empty, not JSON, cut short, or of another shape    | unknown     |
- * | 401, 403, 404, 422 without the API's JSON body (a gateway's)     | unknown     |
+ * | any 4xx without the API's JSON body (a gateway's), 408, 409, 418 | unknown     |
  * | 429 from the server (a throttle may stand in front of the API)   | unknown     |
  * | 3xx (never followed), 5xx, 1xx, any other status                 | unknown     |
  *
@@ -35,8 +35,12 @@ export type ReplyVerdict =
 
 export type ReplyVerdictKind = ReplyVerdict['kind'];
 
-/** Statuses whose API error body proves the request was refused before anything was created. */
-const REFUSALS: ReadonlySet<number> = new Set([401, 403, 422]);
+/**
+ * Statuses whose API error body proves the request was refused before anything was created: the spec's faulty
+ * requests (400, 401, 403 — "a 4xx with a JSON `error`"), and those that refuse a request unread (405, 413, 415) or
+ * unvalidated (422). Not 408, 409 or 429: a timeout, a conflict or a throttle may follow a write.
+ */
+const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 405, 413, 415, 422]);
 
 export function classifyReplyAnswer(status: number, headers: IncomingHttpHeaders, body: string): ReplyVerdict {
   const unknown = (what: string): ReplyVerdict => ({ kind: 'unknown', reason: `HTTP ${status} ${what}`, throttled: status === 429 });

@@ -17,6 +17,9 @@ const ANSWERS: Array<[string, number, Record<string, string>, string, ReplyVerdi
   ['401 with the API\'s {"error"}', 401, JSON_TYPE, apiError('Unauthenticated.'), 'refused'],
   ['403 with the API\'s {"error"}', 403, JSON_TYPE, apiError('Forbidden.'), 'refused'],
   ['422 with the API\'s {"error"}', 422, JSON_TYPE, apiError('The message must be at least 3 characters.'), 'refused'],
+  ['400 with the API\'s {"error"} (the spec\'s first faulty-request status)', 400, JSON_TYPE, apiError('The message field is required.'), 'refused'],
+  ['413 with the API\'s {"error"}', 413, JSON_TYPE, apiError('Payload too large.'), 'refused'],
+  ['415 with the API\'s {"error"}', 415, JSON_TYPE, apiError('Unsupported media type.'), 'refused'],
   ['404 with the API\'s {"error"}', 404, JSON_TYPE, apiError('Ticket not found.'), 'not_found'],
   // HTML, whatever the status.
   ['201 with an HTML page', 201, HTML_TYPE, loginPage, 'unknown'],
@@ -43,7 +46,9 @@ const ANSWERS: Array<[string, number, Record<string, string>, string, ReplyVerdi
   ['404 with an empty body', 404, {}, '', 'unknown'],
   ['401 without a body', 401, {}, '', 'unknown'],
   ['422 with another JSON shape', 422, JSON_TYPE, JSON.stringify({ message: 'invalid', errors: {} }), 'unknown'],
-  ['400 with the API\'s {"error"}', 400, JSON_TYPE, apiError('Bad Request'), 'unknown'],
+  ['400 without a body', 400, {}, '', 'unknown'],
+  ['413 from a proxy, as a page', 413, HTML_TYPE, '<html><body>413 Request Entity Too Large</body></html>', 'unknown'],
+  ['409 with the API\'s {"error"}', 409, JSON_TYPE, apiError('Conflict'), 'unknown'],
   ['429 from the server, with the API\'s {"error"}', 429, { ...JSON_TYPE, 'retry-after': '30' }, apiError('Too Many Attempts.'), 'unknown'],
   ['429 with nothing', 429, {}, '', 'unknown'],
   // Redirects (never followed), server errors, the rest.
