@@ -247,11 +247,26 @@ export class SyncEngine {
 
   async #runPlan(plan: Plan, summary: PassSummary, yieldNow: (background?: boolean) => boolean): Promise<void> {
     const polled = new Set<ListName>();
+    let changes = 0;
+    const poll = async (list: ListName) => {
+      const result = await this.#poll(list, summary);
+      if (result === null) return;
+      polled.add(list);
+      changes += result.changes;
+    };
     for (const list of plan.polls) {
       if (yieldNow()) return;
-      if (await this.#poll(list, summary)) polled.add(list);
+      await poll(list);
     }
-    if (plan.sweep && LIST_NAMES.every((l) => polled.has(l))) {
+    // A probe that found a change: the rest of a sweep, so that the change shows in every list at once.
+    const followed = plan.followUp.length > 0 && changes > 0;
+    if (followed) {
+      for (const list of plan.followUp) {
+        if (yieldNow()) return;
+        await poll(list);
+      }
+    }
+    if ((plan.sweep || followed) && LIST_NAMES.every((l) => polled.has(l))) {
       const at = isoMicros(this.#o.clock.now());
       summary.missing = await markMissingAfterSweep(this.#o.db, at);
     }
@@ -291,15 +306,15 @@ export class SyncEngine {
     if (stop) throw stop;
   }
 
-  /** Polls one list and writes its diff; false when the list could not be used (nothing was changed). */
-  async #poll(list: ListName, summary: PassSummary): Promise<boolean> {
+  /** Polls one list and writes its diff: its list-visible changes; null when the list could not be used (nothing was changed). */
+  async #poll(list: ListName, summary: PassSummary): Promise<{ changes: number } | null> {
     let response;
     try {
       response = await this.client.list(list);
     } catch (error) {
       if (error instanceof InvalidResponseError) {
         this.#listFailed(list, error, summary);
-        return false;
+        return null;
       }
       throw error;
     }
@@ -318,7 +333,7 @@ export class SyncEngine {
       // was not JSON after all, or an item without a usable id.
       if (error instanceof InvalidResponseError || error instanceof UnstorableError || isWriteDataError(error)) {
         this.#listFailed(list, safeError(error), summary);
-        return false;
+        return null;
       }
       throw error;
     }
@@ -332,7 +347,7 @@ export class SyncEngine {
       );
     }
     this.events.safeEmit('list:polled', { list, at: response.at, items: poll.listed, changes: poll.changes, withheld: poll.withheld });
-    return true;
+    return { changes: poll.changes };
   }
 
   #listFailed(list: ListName, error: Error, summary: PassSummary): void {

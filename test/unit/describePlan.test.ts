@@ -21,6 +21,12 @@ describe('describePlan', () => {
     );
   });
 
+  it('says how often the probes go between sweeps, when they pay', () => {
+    expect(describePlan({ ...plan, probeMinutes: 2.5 })).toMatch(
+      /^plan: all four lists every 6 min at this hour's activity \(more often when busy\), open and unassigned every 2\.5 min between sweeps \(the other two at once when they show a change\); of 1296/,
+    );
+  });
+
   it('leaves the backfill out once it is done', () => {
     expect(describePlan(plan, { backfill: 0 })).not.toMatch(/backfill of/);
   });
