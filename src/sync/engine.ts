@@ -280,7 +280,7 @@ export class SyncEngine {
     const revalidateLimit = Math.min(plan.revalidate, rest - backfill.length);
     const revalidate =
       revalidateLimit > 0
-        ? await pickRevalidate(this.#o.db, now, revalidateLimit, plan.revalidateMinAgeMs, await revalidationMultipliers(this.#o.db))
+        ? await pickRevalidate(this.#o.db, now, revalidateLimit, plan.revalidateMinAgeMs, await revalidationMultipliers(this.#o.db), plan.revalidateMaxAgeMs)
         : [];
     // What each re-read teaches the order: as its ticket stood when it was picked.
     const samples = new Map(revalidate.map((p) => [p.id, p]));

@@ -162,6 +162,13 @@ export interface Plan {
    * less than the sweep does; above it every open ticket is worth a look, stalest and likeliest first.
    */
   revalidateMinAgeMs: number;
+  /**
+   * An open ticket's detail read longer ago than this is re-read first, stalest first, whatever its weight (ms): twice
+   * the round of the open tickets at the background the day allows. Every open ticket must come round, or the mirror is
+   * never exact; ranked by weight alone, a quiet ticket of a class that rarely changes waited behind livelier ones for
+   * days (on `standard`, one change of a Sunday still unseen after 48 quiet hours).
+   */
+  revalidateMaxAgeMs: number;
   /** Daily figures behind the decision, for the start-up log and `status`. */
   daily: { allowed: number; polls: number; liveDetails: number; background: number; pollBudget: number };
   /**
@@ -299,6 +306,7 @@ export function planPass(input: PlannerInput): Plan {
     sweepMinutes,
     probeMinutes: probeEvery,
     revalidateMinAgeMs,
+    revalidateMaxAgeMs: Math.max(revalidateMinAgeMs, Math.min(HISTORY_BUCKETS * BUCKET_MS, 2 * roundMs(input.openCount ?? 0, backgroundPerDay))),
     daily: {
       allowed: A,
       polls: Math.round(fullHour.reduce((s, h) => s + h.polls, 0)),
@@ -666,6 +674,11 @@ function headroom(left: number, freeing: readonly number[], demand: readonly num
     room = Math.min(room, left + freed - needed);
   }
   return Math.max(0, room);
+}
+
+/** How long (ms) re-reading `open` tickets in turn takes at the given daily background allowance. */
+function roundMs(open: number, backgroundPerDay: number): number {
+  return (Math.max(1, open) / Math.max(1, backgroundPerDay)) * DAY_MS;
 }
 
 /** How long (ms) the backfill needs at the given daily background allowance: 0 when done, null when it gets none. */

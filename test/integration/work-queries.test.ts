@@ -313,6 +313,22 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       ]);
     });
 
+    // Ranked by weight alone, an idle ticket of a class learnt to rarely change waited behind livelier ones for days (on
+    // `standard`, a change of a Sunday still unseen after 48 quiet hours): past the maximum age, an open one goes first.
+    it('an open ticket read longer ago than the maximum age it is given goes first, stalest first, whatever its weight', async () => {
+      await insertTickets(db, [
+        { id: 'a-idle-30h', open: true, syncedAt: NOW - 30 * HOUR, lastContactAt: LONG_AGO },
+        { id: 'b-hot-10h', open: true, unread: true, lastContactAt: NOW - HOUR, syncedAt: NOW - 10 * HOUR },
+        { id: 'c-idle-26h', self: true, syncedAt: NOW - 26 * HOUR, lastContactAt: LONG_AGO },
+        { id: 'd-resolved-40d', resolved: true, syncedAt: NOW - 40 * DAY },
+      ]);
+      // Learnt: the idle class changes at half the fixed rate, the hot unread one at twice (the bounds).
+      const learnt = Array.from({ length: 12 }, (_, cls) => (cls === 2 ? 0.5 : cls === 3 ? 2 : 1));
+      expect(await picked(db, NOW, 10, HOUR, learnt)).toEqual(['b-hot-10h', 'a-idle-30h', 'c-idle-26h', 'd-resolved-40d']);
+      // With a maximum age of a day, the two idle open ones go first, stalest first; a resolved ticket never jumps so.
+      expect(await picked(db, NOW, 10, HOUR, learnt, DAY)).toEqual(['a-idle-30h', 'c-idle-26h', 'b-hot-10h', 'd-resolved-40d']);
+    });
+
     it('a class learnt to change unseen more often is re-read before the fixed weights would have it', async () => {
       // Fixed weights: the idle open ticket read 3 h ago first (3 against 1.9 × 1.5 = 2.85).
       await insertTickets(db, [

@@ -121,6 +121,24 @@ describe('planPass: no constant that ignores the budget or the mirror', () => {
     }
   });
 
+  it.each([
+    { open: 40, daily: 1_440, minute: 60 },
+    { open: 500, daily: 1_440, minute: 60 },
+    { open: 500, daily: 14_400, minute: 600 },
+  ])('an open detail older than twice a round of the $open open tickets at $daily a day is overdue (re-read first)', ({ open, daily, minute }) => {
+    const plan = planPass(input({ openCount: open, budget: budgetAt({ daily, minute, reserve: 0.1 }, [], T0) }));
+    const round = (open / plan.daily.background) * DAY_MS;
+    // (daily.background is rounded to a request.)
+    expect(plan.revalidateMaxAgeMs / Math.max(plan.revalidateMinAgeMs, 2 * round)).toBeCloseTo(1, 2);
+  });
+
+  it('caps the overdue age at the history\'s span, and never puts it below the minimum age', () => {
+    const huge = planPass(input({ openCount: 1_000_000 }));
+    expect(huge.revalidateMaxAgeMs).toBe(HISTORY_BUCKETS * BUCKET_MS);
+    const none = planPass(input({ openCount: 0, budget: budgetAt({ daily: 144_000, minute: 6_000, reserve: 0.1 }, [], T0) }));
+    expect(none.revalidateMaxAgeMs).toBeGreaterThanOrEqual(none.revalidateMinAgeMs);
+  });
+
   it('revalidates nothing while every detail is younger than the minimum age, and wakes when the stalest ages', () => {
     const base = { history: busy, lists: lists(T0 - 10_000) };
     const probe = planPass(input(base));

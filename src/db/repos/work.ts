@@ -143,7 +143,8 @@ function staleHours(at: string): SQL {
  * message on an unread ticket changes nothing a list shows), and for one active in the last day or so (none when its
  * activity is unknown); the bonuses stay small (at most 2.25× together). It is multiplied by what the mirror has learnt
  * of the ticket's class (`multipliers`, from revalidationMultipliers: within [½, 2]; all 1 is the fixed order). Every
- * open ticket must come round, or the mirror is never exact. A detail read within the last `minAgeMs` is never re-read
+ * open ticket must come round, or the mirror is never exact: one not read for `maxAgeMs` (Plan.revalidateMaxAgeMs)
+ * goes first, stalest first, whatever its weight. A detail read within the last `minAgeMs` is never re-read
  * (the planner derives it: `Plan.revalidateMinAgeMs`): with a budget far larger than the mirror, revalidation would
  * otherwise read the same few tickets on every pass.
  *
@@ -157,17 +158,21 @@ export async function pickRevalidate(
   limit: number,
   minAgeMs: number,
   multipliers: readonly number[] = neutralMultipliers(),
+  maxAgeMs = Infinity,
 ): Promise<RevalidationPick[]> {
   if (limit <= 0) return [];
   const at = isoMicros(now);
+  // An open ticket not read for maxAgeMs goes first, stalest first (Plan.revalidateMaxAgeMs): every one comes round.
+  const overdue = Number.isFinite(maxAgeMs) ? sql`(in_open or in_self or in_unassigned) and detail_synced_at < ${isoMicros(now - maxAgeMs)}::timestamptz` : sql`false`;
   const learnt = `{${multipliers.map((m) => (Number.isFinite(m) && m > 0 ? m : 1)).join(',')}}`;
   const rows = await queryRows<{ id: string; cls: number; expected: number | string }>(
     tx,
     sql`select id, cls, expected from (
-          select id, ${revalidationClass(at)}::int as cls, (${fixedWeight(at)} * ${staleHours(at)})::float8 as expected from tickets
+          select id, ${revalidationClass(at)}::int as cls, (${fixedWeight(at)} * ${staleHours(at)})::float8 as expected,
+            (${overdue}) as overdue, detail_synced_at as read_at from tickets
           where detail_synced_at < ${isoMicros(now - minAgeMs)}::timestamptz and detail_due_since is null
             and ${fetchable(at)}) t
-        order by coalesce((${learnt}::float8[])[cls + 1], 1.0) * expected desc, id
+        order by overdue desc, case when overdue then read_at end, coalesce((${learnt}::float8[])[cls + 1], 1.0) * expected desc, id
         limit ${limit}`,
   );
   return rows.map((r) => ({ id: r.id, cls: Number(r.cls), expected: Number(r.expected) }));
