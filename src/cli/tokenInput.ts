@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { tokenCharactersProblem } from '../config/loadConfig.ts';
+import { TOKEN_FILE_MAX_BYTES, tokenCharactersProblem } from '../config/loadConfig.ts';
 import { readAtMost, readProblem } from '../config/readAtMost.ts';
 import { ConfigError } from '../errors.ts';
 import { MAX_TOKEN_BYTES } from '../fleet/tokenSeal.ts';
@@ -62,15 +62,15 @@ export function checkToken(raw: string, from: string): string {
   return token;
 }
 
-/** The file `given` (named so in messages) at `path`: at most 64 KiB, and a named pipe no longer than 10 s. */
+/** The file `given` (named so in messages) at `path`: at most TOKEN_FILE_MAX_BYTES, and a named pipe no longer than 10 s. */
 function readTokenFile(given: string, path: string): string {
   let bytes: Buffer;
   try {
-    bytes = readAtMost(path, 64 * 1024 + 1);
+    bytes = readAtMost(path, TOKEN_FILE_MAX_BYTES + 1);
   } catch (error) {
     throw new ConfigError([`--token-file ${given} cannot be read (${readProblem(error)})`]);
   }
-  if (bytes.length > 64 * 1024) throw new ConfigError([`--token-file ${given} holds more than 65536 bytes: not a token file`]);
+  if (bytes.length > TOKEN_FILE_MAX_BYTES) throw new ConfigError([`--token-file ${given} holds more than ${TOKEN_FILE_MAX_BYTES} bytes: not a token file`]);
   return bytes.toString('utf8');
 }
 
@@ -83,7 +83,7 @@ async function readStdin(stdin: NodeJS.ReadStream): Promise<string> {
   let text = '';
   for await (const chunk of stdin) {
     text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
-    if (text.length > 64 * 1024) throw new ConfigError(['standard input holds more than 64 KiB: not a token']);
+    if (text.length > TOKEN_FILE_MAX_BYTES) throw new ConfigError(['standard input holds more than 64 KiB: not a token']);
   }
   return text;
 }

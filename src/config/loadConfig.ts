@@ -387,7 +387,7 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
 }
 
 /** The largest token file read (as `--token-file`'s): more is a file named by mistake, or a device that never ends. */
-const TOKEN_FILE_MAX_BYTES = 64 * 1024;
+export const TOKEN_FILE_MAX_BYTES = 64 * 1024;
 
 /**
  * What is wrong with the characters of a bearer token (trimmed), or null; never shows the token. It goes into an

@@ -36,17 +36,15 @@ export function readAtMost(path: string, max: number, waitMs = PIPE_WAIT_MS): Bu
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
         n = -1;
       }
-      if (n > 0) {
-        length += n;
-        continue;
-      }
+      if (n > 0) length += n;
       // The end: a regular file's, or a pipe's whose writer has written and closed it.
-      if (n === 0 && (!pipe || length > 0)) break;
-      if (performance.now() >= deadline) {
+      else if (n === 0 && (!pipe || length > 0)) break;
+      // A pipe's time is up, whether nothing came or its writer trickles bytes and never closes it.
+      if (pipe && performance.now() >= deadline) {
         if (length > 0) break;
         throw new PipeTimeoutError(waitMs);
       }
-      pause(PIPE_POLL_MS);
+      if (n <= 0) pause(PIPE_POLL_MS);
     }
     return buffer.subarray(0, length);
   } finally {

@@ -191,6 +191,20 @@ describe('loadConfig', () => {
     expect(await done).toBe(0);
   });
 
+  // A writer that keeps the pipe open after writing, or never stops writing slowly: the wait bounds it too.
+  it('gives a pipe whose writer trickles bytes and never closes it no more than its wait: what came by then', async () => {
+    const cwd = emptyDir();
+    execFileSync('mkfifo', [join(cwd, 'fifo')]);
+    const writer = spawn('sh', ['-c', 'exec > fifo; while :; do printf a; sleep 0.05; done'], { cwd });
+    try {
+      const token = loadConfig({ TICKETS_API_TOKEN_FILE: 'fifo' }, { cwd, pipeWaitMs: 500 }).apiToken!;
+      expect(token).toMatch(/^a+$/);
+      expect(token.length).toBeLessThan(100);
+    } finally {
+      writer.kill();
+    }
+  });
+
   // Node refuses such a header at every request (ERR_INVALID_CHAR): `sync` failed each pass on "GET /api/v1/tickets:
   // ERR_INVALID_CHAR", its requests counted against the budget, and `run` retried it forever.
   it.each([

@@ -252,6 +252,8 @@ describe('planPass: probes between sweeps (open and unassigned alone; the other 
   // hour), and a busy one (`standard`'s, ~150).
   const rhythm = (perBucket: number) => history({ changes: new Array<number>(HISTORY_BUCKETS).fill(perBucket) });
   const at = (perBucket: number, last: Partial<Record<ListName, number>>) => planPass(input({ history: rhythm(perBucket), lists: listState(last) }));
+  /** Every list last polled at `t`. */
+  const allAt = (t: number): Record<ListName, number> => ({ open: t, self: t, unassigned: t, resolved: t });
 
   it.each([
     { perBucket: 0, probes: true },
@@ -259,7 +261,7 @@ describe('planPass: probes between sweeps (open and unassigned alone; the other 
     { perBucket: 75, probes: false },
     { perBucket: 500, probes: false },
   ])('with $perBucket changes a half hour, probes pay: $probes', ({ perBucket, probes }) => {
-    const plan = at(perBucket, lists(T0 - MIN) as never);
+    const plan = at(perBucket, allAt(T0 - MIN));
     if (!probes) return expect(plan.probeMinutes).toBeNull();
     // More often than a sweep, never more often than the minute allowance pays for two lists.
     expect(plan.probeMinutes!).toBeLessThan(plan.sweepMinutes);
@@ -267,7 +269,7 @@ describe('planPass: probes between sweeps (open and unassigned alone; the other 
   });
 
   it('a probe falls due before a sweep; it polls open and unassigned, and the other two are its follow-up', () => {
-    const { probeMinutes, sweepMinutes } = at(5, lists(T0 - MIN) as never);
+    const { probeMinutes, sweepMinutes } = at(5, allAt(T0 - MIN));
     const since = (minutes: number) => T0 - minutes * MIN;
     expect(at(5, { open: since(probeMinutes! - 0.1), unassigned: since(probeMinutes! - 0.1), self: since(probeMinutes!), resolved: since(probeMinutes!) }).polls).toEqual([]);
     const probe = at(5, { open: since(probeMinutes!), unassigned: since(probeMinutes!), self: since(probeMinutes!), resolved: since(probeMinutes!) });
@@ -276,14 +278,14 @@ describe('planPass: probes between sweeps (open and unassigned alone; the other 
   });
 
   it('a full sweep once self and resolved are backstopSweeps sweep intervals old, whatever the probes found', () => {
-    const { sweepMinutes } = at(5, lists(T0 - MIN) as never);
+    const { sweepMinutes } = at(5, allAt(T0 - MIN));
     const old = T0 - POLICY.backstopSweeps * sweepMinutes * MIN;
     const plan = at(5, { open: T0 - 10_000, unassigned: T0 - 10_000, self: old, resolved: old });
     expect(plan).toMatchObject({ polls: [...LIST_NAMES], followUp: [], sweep: true });
   });
 
   it('a busy hour sweeps as before: all four every sweep interval, no follow-up', () => {
-    const { sweepMinutes } = at(75, lists(T0 - MIN) as never);
+    const { sweepMinutes } = at(75, allAt(T0 - MIN));
     expect(at(75, { open: T0 - sweepMinutes * MIN, unassigned: T0 - sweepMinutes * MIN, self: T0 - sweepMinutes * MIN, resolved: T0 - sweepMinutes * MIN })).toMatchObject({
       polls: [...LIST_NAMES],
       followUp: [],
@@ -293,7 +295,7 @@ describe('planPass: probes between sweeps (open and unassigned alone; the other 
   });
 
   it('holds a probe while details a list asked for wait, and an idle plan then wakes for a freed slot, not at once', () => {
-    const { sweepMinutes } = at(5, lists(T0 - MIN) as never);
+    const { sweepMinutes } = at(5, allAt(T0 - MIN));
     const last = T0 - sweepMinutes * MIN;
     const probeDue = listState({ open: last, unassigned: last, self: last, resolved: last });
     const roomy = planPass(input({ history: rhythm(5), lists: probeDue, dueCount: 3 }));
@@ -309,7 +311,7 @@ describe('planPass: probes between sweeps (open and unassigned alone; the other 
   });
 
   it('keeps the follow-up\'s slots from the pass\'s background, and trims it to the minute\'s last slots', () => {
-    const { sweepMinutes } = at(5, lists(T0 - MIN) as never);
+    const { sweepMinutes } = at(5, allAt(T0 - MIN));
     const last = T0 - sweepMinutes * MIN;
     const probeLists = { open: last, unassigned: last, self: last, resolved: last };
     // Three requests left in the minute: the probe's two and one of its follow-up; nothing for background.

@@ -110,8 +110,11 @@ const LAST_ACTIVITY = sql.raw('greatest(last_contact_at, updated_at, created_at)
  * fading over a day. Times the staleness in hours, it is the re-read's expected worth (`expected` in
  * revalidation_learning).
  */
+/** In a list of live tickets (open, the user's, unassigned), where a detail may change unseen: not resolved only. */
+const IN_ACTIVE_LIST = sql.raw('(in_open or in_self or in_unassigned)');
+
 function fixedWeight(at: string): SQL {
-  return sql`(case when in_open or in_self or in_unassigned then 1.0 else 0.005 end)
+  return sql`(case when ${IN_ACTIVE_LIST} then 1.0 else 0.005 end)
     * (case when has_unread_messages then 1.5 else 1.0 end)
     * (1.0 + (case when ${LAST_ACTIVITY} is null then 0.0
         else 0.5 * ${decay(sql`extract(epoch from (${at}::timestamptz - ${LAST_ACTIVITY}))`, DAY_MS)} end))`;
@@ -122,7 +125,7 @@ function fixedWeight(at: string): SQL {
  * messages or not; its last activity within 6 h, within a day, or older (or unknown).
  */
 function revalidationClass(at: string): SQL {
-  return sql`((case when in_open or in_self or in_unassigned then 0 else 6 end)
+  return sql`((case when ${IN_ACTIVE_LIST} then 0 else 6 end)
     + (case when has_unread_messages then 3 else 0 end)
     + (case when ${LAST_ACTIVITY} is null then 2
         when ${LAST_ACTIVITY} > ${at}::timestamptz - interval '6 hours' then 0
@@ -163,7 +166,7 @@ export async function pickRevalidate(
   if (limit <= 0) return [];
   const at = isoMicros(now);
   // An open ticket not read for maxAgeMs goes first, stalest first (Plan.revalidateMaxAgeMs): every one comes round.
-  const overdue = Number.isFinite(maxAgeMs) ? sql`(in_open or in_self or in_unassigned) and detail_synced_at < ${isoMicros(now - maxAgeMs)}::timestamptz` : sql`false`;
+  const overdue = Number.isFinite(maxAgeMs) ? sql`${IN_ACTIVE_LIST} and detail_synced_at < ${isoMicros(now - maxAgeMs)}::timestamptz` : sql`false`;
   const learnt = `{${multipliers.map((m) => (Number.isFinite(m) && m > 0 ? m : 1)).join(',')}}`;
   const rows = await queryRows<{ id: string; cls: number; expected: number | string }>(
     tx,
