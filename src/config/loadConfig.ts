@@ -66,7 +66,15 @@ const apiUrl = z
     const url = new URL(u);
     return !/^https?:$/.test(url.protocol) || (url.username === '' && url.password === '');
   }, 'must not hold a user name or password: the API authenticates with the token alone (TICKETS_API_TOKEN)')
+  // Every request appends its path (/api/v1/...) to the base: after a query or a fragment that path would be part of
+  // them, and every request would go to the base itself.
+  .refine((u) => !/[?#]/.test(u), 'must not hold a query (?…) or a fragment (#…): every request appends /api/v1/… to it')
   .transform((u) => u.replace(/\/+$/, ''));
+
+/** An API URL as an error shows it: secrets masked, and nothing of a query or fragment (a key may ride in one). */
+function shownApiUrl(value: string): string {
+  return maskSecrets(value).replace(/([?#]).*$/s, '$1…');
+}
 
 const EnvSchema = z.object({
   /** The service's base URL; requests go to `${TICKETS_API_URL}/api/v1/...`. Required for run, sync and reply. */
@@ -215,7 +223,8 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const name = String(issue.path[0] ?? 'environment');
-      problems.push(`${name}=${JSON.stringify(maskSecrets(merged[name] ?? ''))} ${issue.message}`);
+      const value = merged[name] ?? '';
+      problems.push(`${name}=${JSON.stringify(name === 'TICKETS_API_URL' ? shownApiUrl(value) : maskSecrets(value))} ${issue.message}`);
     }
   }
   const token = resolveToken(merged, cwd, problems, options.pipeWaitMs);
@@ -261,8 +270,8 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
  */
 function apiBase(url: string | undefined): { url: string | undefined; note?: string } {
   if (url === undefined) return { url };
-  // The path's end, not the host's (https://api/v1 is the host "api"), and nothing after it (a query, a hash).
-  if (!/\/api\/v1$/i.test(new URL(url).pathname) || !/\/api\/v1$/i.test(url)) return { url };
+  // The path's end, not the host's (https://api/v1 is the host "api"); the URL holds no query or fragment (apiUrl).
+  if (!/\/api\/v1$/i.test(new URL(url).pathname)) return { url };
   const base = url.slice(0, -'/api/v1'.length);
   return { url: base, note: `TICKETS_API_URL ends in /api/v1, which ticket-mirror adds to every request itself: using ${maskSecrets(base)}` };
 }
@@ -274,7 +283,7 @@ function apiBase(url: string | undefined): { url: string | undefined; note?: str
  */
 export function parseApiUrl(value: string, label: string): { url: string; note?: string } {
   const parsed = apiUrl.safeParse(value.trim());
-  if (!parsed.success) throw new ConfigError([`${label}=${JSON.stringify(maskSecrets(value))} ${parsed.error.issues[0]!.message}`]);
+  if (!parsed.success) throw new ConfigError([`${label}=${JSON.stringify(shownApiUrl(value))} ${parsed.error.issues[0]!.message}`]);
   const base = apiBase(parsed.data);
   return { url: base.url!, ...(base.note ? { note: base.note.replace('TICKETS_API_URL', label) } : {}) };
 }

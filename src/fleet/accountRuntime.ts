@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { configWarnings } from '../config/loadConfig.ts';
+import { configWarnings, parseApiUrl } from '../config/loadConfig.ts';
 import { openDatabase, type Database } from '../db/connect.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { migrationState } from '../db/migrationState.ts';
@@ -131,13 +131,16 @@ export class RuntimeCache {
     const logger = this.#o.logger.child({ account: account.name });
     // The one place the token is opened: into the engine's memory, for this process's passes of the account.
     const apiToken = openToken(this.#o.key, account.name, account.tokenSealed);
-    for (const warning of configWarnings({ apiUrl: account.apiUrl })) {
+    // A row written through SQL is checked as `accounts add` checks --api-url: one with a query or a fragment (which
+    // the table's check lets through) would send every request to the base itself.
+    const { url: apiUrl } = parseApiUrl(account.apiUrl, `api_url of account ${account.name}`);
+    for (const warning of configWarnings({ apiUrl })) {
       logger.warn(warning.replace(/^TICKETS_API_URL=\S+/, `the API URL of account ${account.name}`));
     }
     const abort = new AbortController();
     const engine = new SyncEngine({
       db: database.db,
-      apiUrl: account.apiUrl,
+      apiUrl,
       apiToken,
       clock: this.#o.clock,
       limits: { daily: account.dailyLimit, minute: account.minuteLimit, reserve: account.reserve },

@@ -379,7 +379,6 @@ describe('TICKETS_API_URL given with /api/v1', () => {
     'https://help.example.com/api/v1/tickets',
     'https://help.example.com/my-api/v10',
     'https://api/v1',
-    'https://help.example.com/api/v1?x=1',
   ])('%s is left as it is, without a note', (given) => {
     const config = load(given);
     expect(config.apiUrl).toBe(given.replace(/\/+$/, ''));
@@ -404,6 +403,27 @@ describe('TICKETS_API_URL given with /api/v1', () => {
     // One that does not parse is refused as such, once, its password masked too.
     expect(() => parseApiUrl('https://user:pa55word@help.example.com:99999', '--api-url')).toThrow(ConfigError);
     expect(() => parseApiUrl('https://user:pa55word@help.example.com:99999', '--api-url')).toThrow(/^--api-url="https:\/\/user:\*\*\*@help.example.com:99999" must be an http\(s\) URL/);
+  });
+
+  it.each([
+    'https://help.example.com/?key=s3cret',
+    'https://help.example.com/api/v1?x=1',
+    'https://help.example.com/helpdesk?',
+    'https://help.example.com/#s3cret',
+    'https://help.example.com/helpdesk#',
+  ])('refuses %s: every request appends its path to the base, which would land in the query or the fragment', (given) => {
+    let error: unknown;
+    try {
+      load(given);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    expect(message).toMatch(/^TICKETS_API_URL="https:\/\/help\.example\.com\/[a-z0-9/]*[?#]…" must not hold a query \(\?…\) or a fragment \(#…\)/);
+    // What followed the ? or the # is not shown: a key may ride in it.
+    expect(message).not.toContain('s3cret');
+    expect(() => parseApiUrl(given, '--api-url')).toThrow(/^--api-url="[^"]*…" must not hold a query/);
   });
 
   it('the note is logged, at info, where the engine that uses the URL is composed', () => {
