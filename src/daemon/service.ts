@@ -13,6 +13,7 @@ import type { AfterPass } from './daemon.ts';
 import { localLeadership, postgresLeadership, type Leadership } from './leader.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { Replica } from './replica.ts';
+import type { HttpLimits } from './httpLimits.ts';
 import { startStatusServer, type StatusServer } from './statusServer.ts';
 
 /**
@@ -39,6 +40,8 @@ export interface ServiceOptions {
   leadership?: Leadership;
   /** See Replica. @default 5000 */
   graceMs?: number;
+  /** What a client of the HTTP port may hold (tests). @default HTTP_LIMITS */
+  httpLimits?: Partial<HttpLimits>;
 }
 
 export interface Service {
@@ -88,7 +91,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       http = await listening(
         'HTTP_PORT',
         config.httpPort,
-        () => startStatusServer({ host: config.httpHost, port: config.httpPort, db: database.db, config, clock, logger, replica, metrics }),
+        () => startStatusServer({ host: config.httpHost, port: config.httpPort, db: database.db, config, clock, logger, replica, metrics, limits: o.httpLimits }),
         { variable: 'HTTP_HOST', value: config.httpHost },
       );
     }

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
@@ -10,6 +10,7 @@ import { localDate, PeriodError, periodFromQuery } from '../report/period.ts';
 import { loadReportData, reportTimeZone } from '../report/reportData.ts';
 import { renderReportPage } from '../report/reportPage.ts';
 import { mirrorStatus } from '../sync/status.ts';
+import { createLimitedServer, type HttpLimits } from './httpLimits.ts';
 import type { DaemonMetrics } from './metrics.ts';
 import { readiness } from './readiness.ts';
 import type { Replica } from './replica.ts';
@@ -41,6 +42,8 @@ export interface StatusServerOptions {
   metrics: DaemonMetrics;
   /** How long the readiness probe waits for the database. @default 3000 */
   probeTimeoutMs?: number;
+  /** What a client may hold (tests). @default HTTP_LIMITS */
+  limits?: Partial<HttpLimits>;
 }
 
 export interface StatusServer {
@@ -148,7 +151,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       .catch(() => res.destroy());
   };
 
-  const server = createServer(handle);
+  const server = createLimitedServer(handle, o.logger, o.limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {

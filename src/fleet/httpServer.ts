@@ -1,7 +1,8 @@
-import { createServer, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../db/connect.ts';
 import { ping } from '../db/repos/status.ts';
+import { createLimitedServer, type HttpLimits } from '../daemon/httpLimits.ts';
 import { requestPath, requestQuery } from '../daemon/statusServer.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -38,6 +39,8 @@ export interface FleetHttpServerOptions {
   routes?: Routes;
   /** How long /readyz waits for the database. @default 3000 */
   probeTimeoutMs?: number;
+  /** What a client may hold (tests). @default HTTP_LIMITS */
+  limits?: Partial<HttpLimits>;
 }
 
 export interface FleetHttpServer {
@@ -70,7 +73,7 @@ export async function startFleetHttpServer(o: FleetHttpServerOptions): Promise<F
     '/readyz': readyz,
     ...o.routes,
   };
-  const server = createServer((req, res) => {
+  const server = createLimitedServer((req, res) => {
     void (async () => {
       let answer: Answer;
       try {
@@ -90,7 +93,7 @@ export async function startFleetHttpServer(o: FleetHttpServerOptions): Promise<F
       res.writeHead(answer.status, { 'content-type': answer.type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...answer.headers });
       res.end(req.method === 'HEAD' ? undefined : answer.body);
     })().catch(() => res.destroy());
-  });
+  }, o.logger, o.limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {

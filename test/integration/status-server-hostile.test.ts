@@ -1,8 +1,9 @@
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config/loadConfig.ts';
+import type { HttpLimits } from '../../src/daemon/httpLimits.ts';
 import { startService, type Service } from '../../src/daemon/service.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
@@ -92,6 +93,91 @@ describe('the status server under hostile input', () => {
     const answer = await exchange(port, `GET http://127.0.0.1:${port}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     expect(statusLine(answer)).toBe('HTTP/1.1 200 OK');
     expect(answer).toMatch(/\r\n\r\n(3\r\n)?ok\n/); // chunked or not
+  });
+});
+
+/** A service on the embedded database with the given HTTP limits; its log lines kept. */
+async function limitedService(seed: number, httpLimits: Partial<HttpLimits>) {
+  const sim = await startSimulator({ seed, openTickets: 2, resolvedTickets: 2 });
+  const database = await freshPglite();
+  const lines: Array<{ msg: string; dropped?: number }> = [];
+  const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+  const config = loadConfig(
+    { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, HTTP_PORT: String(await freePort()), PGLITE_PORT: '0' },
+    { dotenv: false },
+  );
+  const service = await startService({ config, database, logger, clock: systemClock, httpLimits });
+  return {
+    service,
+    port: service.http!.port,
+    lines,
+    async close() {
+      await service.stop();
+      await sim.close();
+      await database.destroy();
+    },
+  };
+}
+
+/** A connection that is open (connected), and a promise of its end with whatever the server sent; errors are ends. */
+async function hold(port: number, bytes?: string): Promise<{ socket: Socket; ended: Promise<string> }> {
+  const socket = connect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {});
+  const ended = new Promise<string>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1'))));
+  await once(socket, 'connect');
+  if (bytes) socket.write(bytes);
+  return { socket, ended };
+}
+
+/** `promise`, or a failure naming `what` after 10 s (Node's own limits would hold these connections for 60 s or ever). */
+function within10s<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: still open after 10 s`)), 10_000))),
+  ]).finally(() => clearTimeout(timer));
+}
+
+describe('slow clients on the status server (slowloris)', () => {
+  it('one that trickles its request head, or sends nothing, is let go at the head timeout; /healthz answers meanwhile', async () => {
+    const s = await limitedService(54, { headersTimeoutMs: 400, requestTimeoutMs: 500, idleTimeoutMs: 600, checkEveryMs: 50 });
+    try {
+      const trickler = await hold(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n');
+      const silent = await hold(s.port);
+      const idleAfterAnswer = await hold(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      const healthz = await fetch(`${s.service.http!.url}/healthz`);
+      expect([healthz.status, await healthz.text()]).toEqual([200, 'ok\n']);
+      // The trickler is told why (408), or simply closed.
+      expect(statusLine(await within10s('a trickled head', trickler.ended))).toMatch(/^(HTTP\/1\.1 408 .*)?$/);
+      expect(statusLine(await within10s('a connection that sent nothing', silent.ended))).toMatch(/^(HTTP\/1\.1 408 .*)?$/);
+      // Answered, then kept alive and never used again: closed at the idle timeout.
+      expect(statusLine(await within10s('a kept-alive connection left idle', idleAfterAnswer.ended))).toBe('HTTP/1.1 200 OK');
+      expect((await fetch(`${s.service.http!.url}/healthz`)).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('more connections than allowed: the next ones are closed unanswered, logged once, and the port serves again once some go', async () => {
+    const s = await limitedService(55, { maxConnections: 4 });
+    try {
+      const held = [];
+      for (let i = 0; i < 4; i++) held.push(await hold(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n'));
+      const turnedAway = [];
+      for (let i = 0; i < 3; i++) turnedAway.push(await hold(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      for (const t of turnedAway) expect(await within10s('a connection beyond the limit', t.ended)).toBe('');
+      for (const h of held) h.socket.destroy();
+      await Promise.all(held.map((h) => h.ended));
+      const healthz = await within10s('/healthz after the flood', fetch(`${s.service.http!.url}/healthz`));
+      expect([healthz.status, await healthz.text()]).toEqual([200, 'ok\n']);
+      const flood = s.lines.filter((l) => l.msg.startsWith('HTTP: '));
+      expect(flood.map((l) => l.msg)).toEqual(['HTTP: too many connections open; new ones are closed until some go', 'HTTP: accepting connections again']);
+      expect(flood[1]!.dropped).toBe(3);
+    } finally {
+      await s.close();
+    }
   });
 });
 

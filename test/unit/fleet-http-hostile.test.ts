@@ -61,3 +61,39 @@ describe("fleet run's HTTP server and hostile request targets", () => {
     expect(seen).toEqual(['/echo?a=1&b=%25zz', '/echo?c=2']);
   });
 });
+
+describe("fleet run's HTTP server and slow clients", () => {
+  it('lets a trickled request head go at the head timeout, and closes connections beyond its limit unanswered', async () => {
+    const worker = { workerId: 'w', concurrency: 1, accounts: () => [] } as unknown as FleetWorker;
+    const server = await startFleetHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      worker,
+      db: {} as Db,
+      logger: createLogger('silent'),
+      limits: { maxConnections: 1, headersTimeoutMs: 300, requestTimeoutMs: 400, checkEveryMs: 50 },
+    });
+    try {
+      const open = (bytes: string) =>
+        new Promise<{ ended: Promise<string> }>((resolve) => {
+          let text = '';
+          const socket = connect(server.port, '127.0.0.1', () => {
+            socket.write(bytes);
+            resolve({ ended });
+          });
+          socket.setEncoding('latin1');
+          socket.on('data', (chunk: string) => (text += chunk));
+          socket.on('error', () => {});
+          const ended = new Promise<string>((done) => socket.once('close', () => done(text)));
+        });
+      const trickler = await open('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+      const beyond = await open('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(await beyond.ended).toBe('');
+      expect(await trickler.ended).toMatch(/^(HTTP\/1\.1 408 [\s\S]*)?$/);
+      // Its one connection free again, the server answers.
+      expect(await rawGet(server.port, '/healthz')).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});
