@@ -48,6 +48,11 @@ export class RateLimitedError extends Error {
   }
 }
 
+/** A reply the gate refused because replies have used their share of the day (sync/gate.ts REPLY_SHARE): not sent. */
+export class ReplyShareSpentError extends RateLimitedError {
+  override name = 'ReplyShareSpentError';
+}
+
 /** A 5xx, a timeout, a reset connection: worth a bounded number of retries. */
 export class TransientError extends Error {
   override name = 'TransientError';

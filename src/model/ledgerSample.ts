@@ -7,4 +7,6 @@ export interface LedgerSample {
   remaining: number | null;
   /** Server's x-ratelimit-limit, when known. */
   limit: number | null;
+  /** What the request was for, when known (the ledger's `kind`): replies are held to their share (sync/gate.ts). */
+  kind?: string | null;
 }

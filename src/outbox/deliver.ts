@@ -30,6 +30,7 @@ import {
   RateLimitedError,
   ReplyNotSentError,
   ReplyOutcomeUnknownError,
+  ReplyShareSpentError,
   RequestRejectedError,
   TransientError,
 } from '../errors.ts';
@@ -273,6 +274,9 @@ async function postFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step>
   if (e instanceof RateLimitedError) {
     // The local budget said no before anything was sent: the same row goes first when a slot frees up.
     await db.transaction((tx) => markPending(tx, row, isoMicros(e.retryAt), e.message));
+    if (e instanceof ReplyShareSpentError) {
+      o.logger.warn({ outbox: row.id, ticket: row.ticketId, retryAt: new Date(e.retryAt).toISOString() }, `reply waits: ${e.message}`);
+    }
     return { id: row.id, state: 'pending', stop: true };
   }
   if (e instanceof ReplyNotSentError) {

@@ -2,7 +2,7 @@ import PQueue from 'p-queue';
 import type { LedgerEntry, RequestGate } from '../api/client.ts';
 import type { RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
-import { RateLimitedError } from '../errors.ts';
+import { RateLimitedError, ReplyShareSpentError } from '../errors.ts';
 import type { LedgerSample } from '../model/ledgerSample.ts';
 import { intOption } from '../options.ts';
 import { DAY_MS, MINUTE_MS } from '../time.ts';
@@ -30,6 +30,14 @@ export const PRIORITY: Record<RequestKind, number> = {
   revalidate: 10,
 };
 
+/**
+ * The share of the daily allowance replies may use in any rolling 24 h. They go first in the queue, so without a
+ * share a flood of rows inserted into reply_outbox (a runaway script) took every slot of the day, and the mirror
+ * stopped syncing for 24 h. A third is some 430 replies a day at the default quota — more than one agent writes —
+ * and leaves the sync two thirds. Beyond it a reply waits, `pending`, until the oldest reply leaves the window.
+ */
+export const REPLY_SHARE = 1 / 3;
+
 export interface GateOptions {
   limits: BudgetLimits;
   clock: Clock;
@@ -48,6 +56,8 @@ export class BudgetGate implements RequestGate {
   readonly #queue: PQueue;
   /** Requests admitted whose ledger entry has not arrived yet: they count already. */
   #inFlight: number[] = [];
+  /** The replies among them. */
+  #repliesInFlight = 0;
   /** Server-side back-off after a 429: no request before this instant. */
   #blockedUntil = 0;
   /** 429s in a row: each doubles the wait beyond the server's Retry-After (RATE_LIMIT_BACKOFF). */
@@ -89,7 +99,9 @@ export class BudgetGate implements RequestGate {
             budget.nextSlotAt,
           );
         }
+        if (kind === 'reply') this.#checkReplyShare(now, budget.dailyAllowed);
         this.#inFlight.push(now);
+        if (kind === 'reply') this.#repliesInFlight++;
         try {
           const result = await send();
           this.#rateLimitedStreak = 0;
@@ -104,15 +116,27 @@ export class BudgetGate implements RequestGate {
         } finally {
           const i = this.#inFlight.indexOf(now);
           if (i >= 0) this.#inFlight.splice(i, 1);
+          if (kind === 'reply') this.#repliesInFlight--;
         }
       },
       { priority: PRIORITY[kind] },
     ) as Promise<T>;
   }
 
+  /** Throws ReplyShareSpentError when the replies of the last 24 h (and those in flight) have used REPLY_SHARE. */
+  #checkReplyShare(now: number, dailyAllowed: number): void {
+    const share = Math.max(1, Math.floor(dailyAllowed * REPLY_SHARE));
+    const horizon = now - DAY_MS;
+    const replies = this.#samples.filter((s) => s.kind === 'reply' && s.at > horizon);
+    if (replies.length + this.#repliesInFlight < share) return;
+    // When the oldest reply of the window leaves it (a reply in flight has none to wait for yet: a minute on).
+    const freesAt = replies.length > 0 ? replies[0]!.at + DAY_MS + 1 : now + MINUTE_MS;
+    throw new ReplyShareSpentError(`replies have used their share of the daily budget (${share} in 24 h, a third of it): the sync keeps the rest`, freesAt);
+  }
+
   /** Appends a ledger entry (the client calls this through its `record` callback) and forgets what left the window. */
   note(entry: LedgerEntry): void {
-    const sample = { at: entry.at, remaining: entry.ratelimitRemaining, limit: entry.ratelimitLimit, status: entry.status };
+    const sample = { at: entry.at, remaining: entry.ratelimitRemaining, limit: entry.ratelimitLimit, status: entry.status, kind: entry.kind };
     let i = this.#samples.length;
     while (i > 0 && this.#samples[i - 1]!.at > sample.at) i--;
     this.#samples.splice(i, 0, sample);

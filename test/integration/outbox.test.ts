@@ -22,6 +22,57 @@ interface OutboxRecord {
 /** A simulated kill: the deliverer's process is gone at that point. */
 class Killed extends Error {}
 
+describe.each(backends)('a flood of reply rows on $name', ({ open }) => {
+  let database: TestDatabase;
+  let m: VirtualMirror;
+  beforeEach(async () => {
+    database = await open();
+    // 30 a day, 10 % reserved: 27 allowed, of which replies may use a third, 9, in any rolling 24 h.
+    m = await virtualMirror(database, {}, { daily: 30, minute: 60, reserve: 0.1 });
+  });
+  afterEach(async () => {
+    await m.close();
+    await database.destroy();
+  });
+
+  it('replies stop at their third of the daily budget: the rest wait, pending, and go when the first replies leave the window', async () => {
+    const lines: Array<{ msg: string }> = [];
+    const watching = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+    const ticket = m.sim.model.randomTicketId('open')!;
+    for (let i = 0; i < 15; i++) await m.db.execute(sql`insert into reply_outbox (ticket_id, message) values (${ticket}, ${`Flooded reply number ${i}`})`);
+    const firstAt = m.clock.now();
+    expect(await deliverOutbox({ db: m.db, client: m.engine.client, clock: m.clock, logger: watching, maxRows: 100 })).toEqual({ sent: 9, failed: 0, waiting: 1 });
+    expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(9);
+    const pending = await queryRows<{ state: string; error: string | null; next_attempt_at: string | null }>(
+      m.db,
+      sql`select state, error, next_attempt_at::text from reply_outbox where state <> 'sent' order by id`,
+    );
+    expect(pending).toHaveLength(6);
+    expect(pending.every((r) => r.state === 'pending')).toBe(true);
+    // The first held back says why and when it may go: the instant the first reply leaves the 24 h window.
+    expect(pending[0]!.error).toMatch(/replies have used their share of the daily budget \(9 in 24 h/);
+    expect(Date.parse(pending[0]!.next_attempt_at!)).toBeGreaterThan(firstAt + 24 * 60 * MINUTE);
+    expect(Date.parse(pending[0]!.next_attempt_at!)).toBeLessThan(firstAt + 24 * 60 * MINUTE + MINUTE);
+    expect(lines.filter((l) => l.msg.startsWith('reply waits: replies have used their share'))).toHaveLength(1);
+
+    // The sync keeps its two thirds: a pass after the flood polls the lists. A restarted engine, which knows the replies
+    // from the ledger alone, holds them back too.
+    const summary = await m.engine.pass();
+    expect(summary.requests).toBeGreaterThan(0);
+    await m.restart();
+    m.clock.advance(MINUTE);
+    await m.db.execute(sql`update reply_outbox set next_attempt_at = null where state = 'pending'`);
+    expect(await deliverOutbox({ db: m.db, client: m.engine.client, clock: m.clock, logger, maxRows: 100 })).toMatchObject({ sent: 0 });
+    expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(9);
+
+    // A day later the first replies have left the window: the rest go.
+    m.clock.advance(24 * 60 * MINUTE);
+    await m.db.execute(sql`update reply_outbox set next_attempt_at = null where state = 'pending'`);
+    expect(await deliverOutbox({ db: m.db, client: m.engine.client, clock: m.clock, logger, maxRows: 100 })).toEqual({ sent: 6, failed: 0, waiting: 0 });
+    expect(m.sim.model.detail(ticket)!.messages.filter((msg) => msg.message.startsWith('Flooded reply'))).toHaveLength(15);
+  });
+});
+
 describe.each(backends)('reply outbox on $name against the simulator', ({ open }) => {
   let database: TestDatabase;
   let m: VirtualMirror;

@@ -39,9 +39,9 @@ export async function dropRequest(tx: Tx, id: number): Promise<void> {
 
 /** The ledger's samples since `since` (epoch ms), oldest first. */
 export async function loadSamples(tx: Tx, since: number, minuteLimit: number): Promise<LedgerSample[]> {
-  const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null }>(
+  const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,
-    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status
+    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
         from api_requests where at > ${isoMicros(since)}::timestamptz order by at, id`,
   );
   return rows.map((r) => ({
@@ -49,6 +49,7 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number): P
     remaining: r.remaining,
     limit: r.remaining === null ? null : minuteLimit,
     status: r.status,
+    kind: r.kind,
   }));
 }
 
