@@ -48,6 +48,25 @@ describe('stopRequested', () => {
     expect(exits).toEqual([]);
   });
 
+  it('logs a flood of SIGUSR2 once a minute at most, with how many came since the last line', () => {
+    const lines: Array<{ signal: string; times?: number }> = [];
+    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as { signal: string }) });
+    let now = 0;
+    const signals = new EventEmitter();
+    void stopRequested(logger, { startedByNpm: false, signals, exit: () => {}, now: () => now });
+    for (let i = 0; i < 10_000; i++) signals.emit('SIGUSR2', 'SIGUSR2');
+    signals.emit('SIGUSR1', 'SIGUSR1');
+    expect(lines.map((l) => [l.signal, l.times])).toEqual([
+      ['SIGUSR2', undefined],
+      ['SIGUSR1', undefined],
+    ]);
+    now += 60_000;
+    signals.emit('SIGUSR2', 'SIGUSR2');
+    // The 9,999 held back and this one.
+    expect(lines.at(-1)).toMatchObject({ signal: 'SIGUSR2', times: 10_000 });
+    expect(lines).toHaveLength(3);
+  });
+
   it('exits at once, with 128 + its number, on a second signal of another kind', async () => {
     const { signals, exits } = setUp();
     signals.emit('SIGTERM', 'SIGTERM');

@@ -64,6 +64,8 @@ export interface StopRequestOptions {
   signals?: NodeJS.EventEmitter;
   /** How a second signal ends the process (tests). @default process.exit */
   exit?: (code: number) => void;
+  /** A monotonic clock in ms (tests). @default performance.now */
+  now?: () => number;
 }
 
 /**
@@ -71,6 +73,8 @@ export interface StopRequestOptions {
  * (one process group), and npm passes it on; a supervisor that signals the whole group does the same.
  */
 const SAME_SIGNAL_MS = 1_000;
+/** An ignored signal is logged at most once in this long, with how many came since the last line. */
+const IGNORED_LOG_MS = 60_000;
 /** How often a daemon started by npm checks that its parent is still there. */
 const PARENT_CHECK_MS = 1_000;
 
@@ -89,6 +93,7 @@ const PARENT_CHECK_MS = 1_000;
 export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<NodeJS.Signals | typeof PARENT_GONE> {
   const signals = o.signals ?? process;
   const exit = o.exit ?? ((code: number) => process.exit(code));
+  const now = o.now ?? (() => performance.now());
   return new Promise((resolve) => {
     let first: { signal: NodeJS.Signals | null; at: number } | undefined;
     const request = (signal: NodeJS.Signals | null) => {
@@ -113,7 +118,18 @@ export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<No
     // Log-rotation tools and some supervisors send these to ask for a reopen or a reload. Left to their default they
     // ended the process at once, mid-pass (exit 138 or 140), for a request it has nothing to do about: it logs to
     // stdout, and its settings are read at start. Heard, logged, and otherwise ignored.
-    const ignored = (signal: NodeJS.Signals) => logger.warn({ signal }, `${signal} ignored: ticket-mirror has nothing to reload or reopen (SIGTERM stops it)`);
+    // A flood of them (a loop in a rotation script) is one line a minute, not one line a signal.
+    const heard = new Map<NodeJS.Signals, { loggedAt: number; since: number }>();
+    const ignored = (signal: NodeJS.Signals) => {
+      const at = now();
+      const last = heard.get(signal);
+      if (last && at - last.loggedAt < IGNORED_LOG_MS) {
+        last.since++;
+        return;
+      }
+      heard.set(signal, { loggedAt: at, since: 0 });
+      logger.warn({ signal, ...(last ? { times: last.since + 1 } : {}) }, `${signal} ignored: ticket-mirror has nothing to reload or reopen (SIGTERM stops it)`);
+    };
     signals.on('SIGUSR1', ignored);
     signals.on('SIGUSR2', ignored);
     if (o.startedByNpm) {
