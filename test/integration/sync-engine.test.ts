@@ -114,6 +114,22 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect([...perTicket.values()].every((n) => n === 1)).toBe(true);
     expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
   });
+
+  it('a user who empties api_requests (TRUNCATE, DELETE) does not give a restarted daemon the day\'s budget again', async () => {
+    await m.runUntil(async () => (await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is not null`)) >= 5);
+    const used = m.engine.gate.snapshot().dailyUsed;
+    expect(used).toBeGreaterThan(10);
+    await m.db.execute(sql`truncate api_requests`);
+    await m.restart();
+    // Counted from sync_runs: every request of the passes, at the end of its pass.
+    expect(m.engine.gate.snapshot().dailyUsed).toBe(used);
+    // A few rows deleted of a ledger that has some again: the shortfall alone is added.
+    await m.runFor(10 * 60_000);
+    const usedNow = m.engine.gate.snapshot().dailyUsed;
+    await m.db.execute(sql`delete from api_requests where id in (select id from api_requests order by id desc limit 3)`);
+    await m.restart();
+    expect(m.engine.gate.snapshot().dailyUsed).toBe(usedNow);
+  });
 });
 
 describe.each(backends)('a ticket whose detail keeps failing, on $name', ({ open }) => {

@@ -1,6 +1,6 @@
 import type { LedgerEntry, LedgerStart } from '../../api/client.ts';
 import type { LedgerSample } from '../../model/ledgerSample.ts';
-import { isoMicros } from '../../time.ts';
+import { DAY_MS, isoMicros } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /** One row per request sent, failures included: the budget is computed from these rows. */
@@ -44,13 +44,36 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number): P
     sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
         from api_requests where at > ${isoMicros(since)}::timestamptz order by at, id`,
   );
-  return rows.map((r) => ({
+  const samples: LedgerSample[] = rows.map((r) => ({
     at: Number(r.at_ms),
     remaining: r.remaining,
     limit: r.remaining === null ? null : minuteLimit,
     status: r.status,
     kind: r.kind,
   }));
+  const missing = await missingFromLedger(tx, since);
+  if (missing.length === 0) return samples;
+  for (const m of missing) for (let i = 0; i < m.count; i++) samples.push({ at: m.at, remaining: null, limit: null, status: null });
+  return samples.sort((a, b) => a.at - b.at);
+}
+
+/**
+ * Requests the passes since `since` recorded in `sync_runs` that the ledger no longer holds: a user's TRUNCATE or DELETE
+ * of api_requests (it is theirs to query, and to clean up) made a restarted daemon believe the day's budget unspent, and
+ * spend it again. Each pass's shortfall counts as sent at its end — what frees last, so the budget errs on the safe
+ * side. (A pass's ledger rows lie within its start and end; a clock set back restamps both tables alike. The passes are
+looked up by their start, which the index has: none lasts a day.)
+ */
+export async function missingFromLedger(tx: Tx, since: number): Promise<Array<{ at: number; count: number }>> {
+  const rows = await queryRows<{ at_ms: string | number; missing: number }>(
+    tx,
+    sql`select (extract(epoch from r.finished_at) * 1000)::bigint as at_ms,
+          r.requests - (select count(*) from api_requests a where a.at >= r.started_at and a.at <= r.finished_at)::int as missing
+        from sync_runs r
+        where r.started_at > ${isoMicros(since - DAY_MS)}::timestamptz and r.finished_at > ${isoMicros(since)}::timestamptz
+          and r.requests > 0`,
+  );
+  return rows.filter((r) => r.missing > 0).map((r) => ({ at: Number(r.at_ms), count: r.missing }));
 }
 
 /**
