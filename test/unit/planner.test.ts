@@ -431,9 +431,10 @@ describe('planPass in a closed loop with more work than the quota', () => {
  * The planner in a closed loop after the backfill, against a week's rhythm: working hours (08–18 UTC) bring `busy`
  * changed tickets a sweep, other hours a twentieth of that rate; every changed ticket's detail falls due after its
  * sweep (a list asked for it) and, as in the engine, may be fetched in that very pass within what the plan gave it.
- * Minute by minute for `days`; returns when each due detail waited and when revalidation was spent.
+ * Minute by minute for `days`, without any change from `quietFrom` until `quietUntil`; returns when each due detail
+ * waited and when revalidation was spent.
  */
-function rhythmLoop(days: number, busy: number, { open = 500, quietFrom = Infinity }: { open?: number; quietFrom?: number } = {}) {
+function rhythmLoop(days: number, busy: number, { open = 500, quietFrom = Infinity, quietUntil = Infinity }: { open?: number; quietFrom?: number; quietUntil?: number } = {}) {
   const start = Date.UTC(2026, 0, 5, 0, 0, 0); // a Monday
   const requests: number[] = [];
   const polls: number[] = [];
@@ -477,7 +478,7 @@ function rhythmLoop(days: number, busy: number, { open = 500, quietFrom = Infini
       const working = hour >= 8 && hour < 18;
       // Changes since the open list was last polled, at the hour's rate (a twentieth off hours), carried over in
       // fractions; a probe that finds one is followed up, as in the engine.
-      carry += now >= quietFrom ? 0 : (busy * (working ? 1 : 0.05) * (now - (last.open ?? now - 4 * MIN))) / (4 * MIN);
+      carry += now >= quietFrom && now < quietUntil ? 0 : (busy * (working ? 1 : 0.05) * (now - (last.open ?? now - 4 * MIN))) / (4 * MIN);
       const n = Math.floor(carry);
       carry -= n;
       for (let i = 0; i < n; i++) due.push(now);
@@ -592,4 +593,32 @@ describe('planPass: revalidation follows the changes a re-read can find (the mea
     // stretched to pay for an overspend, and their forecast keeps ~4 % more of the quiet day for polls it does not make.)
     expect(perHour(quietFrom, 24)).toBeGreaterThanOrEqual(0.36 * (A / 24));
   });
+
+  it('through two quiet days after a busy week, with a round of the open tickets longer than a day, re-reads take what no live work needs', () => {
+    // ~1,000 open tickets (the `standard` workload's): a round of them takes more than a day, so a slot left idle is a
+    // ticket not re-read for another round, and the mirror not exact for as long. The quiet begins at midnight before
+    // a Monday the history expects busy. (Before: 21 re-reads an hour over the 48 h, 16 over the first 24 — each hour
+    // held to its even share of what the busy days the forecast kept bringing back would leave, the window two thirds
+    // full; now ~30, ~27.)
+    const startDay = Date.UTC(2026, 0, 5, 0, 0, 0);
+    const quietFrom = startDay + 7 * DAY_MS;
+    const { revalidations } = rhythmLoop(9, 6, { open: 1_000, quietFrom });
+    const perHour = (from: number, hours: number) => revalidations.filter((t) => t >= from && t < from + hours * HOUR).length / hours;
+    expect(perHour(quietFrom, 48)).toBeGreaterThanOrEqual(0.5 * (A / 24));
+    expect(perHour(quietFrom, 24)).toBeGreaterThanOrEqual(0.43 * (A / 24));
+  });
+
+  it('a working day after a one-day holiday: the details its lists ask for are fetched at once, as on any other day', () => {
+    // The holiday's shortfall lowers the forecast for two days while it lasts; the morning the activity comes back, the
+    // forecast is the history's again (a spell is over once two hours bring half what they foresaw). (Before: 19 of 322
+    // waited more than a minute, one of them 45 min.)
+    const startDay = Date.UTC(2026, 0, 5, 0, 0, 0);
+    const quietFrom = startDay + 7 * DAY_MS;
+    const { waits } = rhythmLoop(9, 2, { open: 1_000, quietFrom, quietUntil: quietFrom + DAY_MS });
+    const returnDay = waits.filter((w) => w.at - w.waited >= quietFrom + DAY_MS && w.at - w.waited < quietFrom + 2 * DAY_MS);
+    expect(returnDay.length).toBeGreaterThan(250);
+    expect(returnDay.filter((w) => w.waited > MIN).length).toBeLessThanOrEqual(0.05 * returnDay.length);
+    expect(Math.max(...returnDay.map((w) => w.waited))).toBeLessThan(HOUR);
+  });
 });
+
