@@ -603,12 +603,13 @@ function sweepSchedule(
  * were never found (on `standard`, a mirror still not exact after 48 quiet hours).
  *
  * The shares are of A − L, and L is a forecast: when the live work falls short of it hour after hour (a quiet spell),
- * the slots kept for it are never spent, and the window stays part empty. So an hour also spends the same fraction of
- * `spare` — what background may take beyond every reservation of the next 24 h — as the floor gives it of A − L: when
- * a round takes a day or more, a slot left idle is an open ticket not re-read for another round (in the closed-loop
- * test of two quiet days after a busy week, 1,000 open tickets, the window stayed a quarter to a third empty); when a round takes an hour, the idle slots are the slack that
- * bursts of live work use, and the fraction is small (on `small`, a twenty-fourth of it cost the list-visible p95
- * a minute).
+ * the slots kept for it are never spent, and the window stays part empty. When a round takes a day or more, a slot
+ * left idle is an open ticket not re-read for another round (in the closed-loop test of two quiet days after a busy
+ * week, 1,000 open tickets, the window stayed a quarter to a third empty), so an hour also spends a twenty-fourth of
+ * `spare`, what background may take beyond every reservation of the next 24 h. When a round takes less, the idle
+ * slots are the slack that bursts of live work use: on `small` (a round of about an hour) spending any part of them
+ * cost the list-visible p95 half a minute to a minute (5.3 → 5.8 min at the floor's fraction of them, 6.3 at a
+ * twenty-fourth).
  */
 function paced(
   now: number,
@@ -630,7 +631,9 @@ function paced(
   const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
   // The floor: the even share, scaled by the round in days (up to one).
   const floor = Math.min(1, round / HOURS_AHEAD) / HOURS_AHEAD;
-  const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * Math.max(weights[0]! / total, floor) + spare * floor;
+  // Spare slots left idle are re-read when a round of the open tickets takes a day or more (see above).
+  const idle = round >= HOURS_AHEAD ? spare / HOURS_AHEAD : 0;
+  const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * Math.max(weights[0]! / total, floor) + idle;
   return {
     /**
      * Requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass, not one per

@@ -140,7 +140,7 @@ function within10s<T>(what: string, promise: Promise<T>): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-describe('slow clients on the status server (slowloris)', () => {
+describe('slow clients on the status server (slowloris)', { timeout: 120_000 }, () => {
   it('one that trickles its request head, or sends nothing, is let go at the head timeout; /healthz answers meanwhile', async () => {
     const s = await limitedService(54, { headersTimeoutMs: 400, requestTimeoutMs: 500, idleTimeoutMs: 600, checkEveryMs: 50 });
     try {
