@@ -3,7 +3,7 @@ import { LIST_NAMES, type ListName, type RequestKind } from '../api/endpoints.ts
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
-import { dropRequest, insertRequest, loadSamples, missingFromLedger, openRequest, settleRequest } from '../db/repos/ledger.ts';
+import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { restampFuture } from '../db/repos/clockSetBack.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
@@ -115,11 +115,9 @@ export class SyncEngine {
   async init(): Promise<void> {
     if (this.#gate) return;
     const { db, clock, limits } = this.#o;
-    const samples = await loadSamples(db, clock.now() - DAY_MS, limits.minute);
-    const missing = (await missingFromLedger(db, clock.now() - DAY_MS)).reduce((n, m) => n + m.count, 0);
-    if (missing > 0) {
-      this.#o.logger.warn({ missing }, 'api_requests lacks requests that sync_runs recorded in the last 24 h (a TRUNCATE or DELETE?): counted as sent at the end of their passes');
-    }
+    const samples = await loadSamples(db, clock.now() - DAY_MS, limits.minute, (missing) =>
+      this.#o.logger.warn({ missing }, 'api_requests lacks requests that sync_runs recorded in the last 24 h (a TRUNCATE or DELETE?): counted as sent at the end of their passes'),
+    );
     this.#gate = new BudgetGate({ limits, clock, samples, realTimeInterval: this.#o.realTime !== false, concurrency: this.#o.concurrency });
     this.#client = new ApiClient({
       baseUrl: this.#o.apiUrl,

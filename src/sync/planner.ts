@@ -496,15 +496,14 @@ function sweepSchedule(
     }
     return { lately, foreseen };
   };
-  const shortfallOver = (buckets: number): number => {
-    const { lately, foreseen } = tally(buckets);
+  const shortfallOver = (buckets: number, { lately, foreseen } = tally(buckets)): number => {
     const slack = (POLICY.quietSpellSlack * buckets) / 4;
     return Math.min(1, (lately + slack) / (foreseen + slack));
   };
-  const shortHours = shortfallOver(4);
+  const lastTwo = tally(4);
+  const shortHours = shortfallOver(4, lastTwo);
   // A spell is over once the last two hours brought activity, at least half what they foresaw: the day's shortfall
   // then no longer holds the forecast down.
-  const lastTwo = tally(4);
   const resumed = lastTwo.lately > POLICY.quietSpellSlack && 2 * lastTwo.lately >= lastTwo.foreseen;
   const shortDay = resumed ? 1 : shortfallOver(BUCKETS_PER_DAY);
   const lowered = (hoursAhead: number): number =>

@@ -129,6 +129,16 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     await m.db.execute(sql`delete from api_requests where id in (select id from api_requests order by id desc limit 3)`);
     await m.restart();
     expect(m.engine.gate.snapshot().dailyUsed).toBe(usedNow);
+
+    // Forged rows of sync_runs (the user's table too): one claiming two billion requests in a 10-minute pass counts
+    // what such a pass could send at the minute limit (11 minutes × 60), one that ends in the future nothing.
+    const now = m.clock.now();
+    await m.db.execute(sql`insert into sync_runs (started_at, finished_at, requests) values
+      (${new Date(now - 20 * 60_000).toISOString()}::timestamptz, ${new Date(now - 10 * 60_000).toISOString()}::timestamptz, 2147483647),
+      (${new Date(now).toISOString()}::timestamptz, ${new Date(now + 3_600_000).toISOString()}::timestamptz, 500)`);
+    await m.restart();
+    const inForgedPass = await count(m.db, sql`select count(*)::int as n from api_requests where at >= ${new Date(now - 20 * 60_000).toISOString()}::timestamptz and at <= ${new Date(now - 10 * 60_000).toISOString()}::timestamptz`);
+    expect(m.engine.gate.snapshot().dailyUsed).toBe(usedNow + 11 * 60 - inForgedPass);
   });
 });
 

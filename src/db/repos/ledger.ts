@@ -37,8 +37,11 @@ export async function dropRequest(tx: Tx, id: number): Promise<void> {
   await tx.execute(sql`delete from api_requests where id = ${id} and status is null`);
 }
 
-/** The ledger's samples since `since` (epoch ms), oldest first. */
-export async function loadSamples(tx: Tx, since: number, minuteLimit: number): Promise<LedgerSample[]> {
+/**
+ * The ledger's samples since `since` (epoch ms), oldest first, with those it lacks (see missingFromLedger);
+ * `onMissing` hears how many those are.
+ */
+export async function loadSamples(tx: Tx, since: number, minuteLimit: number, onMissing?: (count: number) => void): Promise<LedgerSample[]> {
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,
     sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
@@ -51,8 +54,9 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number): P
     status: r.status,
     kind: r.kind,
   }));
-  const missing = await missingFromLedger(tx, since);
+  const missing = await missingFromLedger(tx, since, minuteLimit);
   if (missing.length === 0) return samples;
+  onMissing?.(missing.reduce((n, m) => n + m.count, 0));
   for (const m of missing) for (let i = 0; i < m.count; i++) samples.push({ at: m.at, remaining: null, limit: null, status: null });
   return samples.sort((a, b) => a.at - b.at);
 }
@@ -62,16 +66,20 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number): P
  * of api_requests (it is theirs to query, and to clean up) made a restarted daemon believe the day's budget unspent, and
  * spend it again. Each pass's shortfall counts as sent at its end — what frees last, so the budget errs on the safe
  * side. (A pass's ledger rows lie within its start and end; a clock set back restamps both tables alike. The passes are
-looked up by their start, which the index has: none lasts a day.)
+ * looked up by their start, which the index has: none lasts a day.) sync_runs is the user's table too: a row claiming
+ * more than a pass of its length could send at `minuteLimit` (and one minute more) counts that many, and one that ends
+ * after the window's end (`since` + 24 h) none, so a forged row cannot hold the budget beyond a real pass's worth, nor
+ * fill memory.
  */
-export async function missingFromLedger(tx: Tx, since: number): Promise<Array<{ at: number; count: number }>> {
+async function missingFromLedger(tx: Tx, since: number, minuteLimit: number): Promise<Array<{ at: number; count: number }>> {
   const rows = await queryRows<{ at_ms: string | number; missing: number }>(
     tx,
     sql`select (extract(epoch from r.finished_at) * 1000)::bigint as at_ms,
-          r.requests - (select count(*) from api_requests a where a.at >= r.started_at and a.at <= r.finished_at)::int as missing
+          least(r.requests::bigint, (ceil(extract(epoch from (r.finished_at - r.started_at)) / 60) + 1)::bigint * ${minuteLimit})::int
+            - (select count(*) from api_requests a where a.at >= r.started_at and a.at <= r.finished_at)::int as missing
         from sync_runs r
         where r.started_at > ${isoMicros(since - DAY_MS)}::timestamptz and r.finished_at > ${isoMicros(since)}::timestamptz
-          and r.requests > 0`,
+          and r.finished_at <= ${isoMicros(since + DAY_MS)}::timestamptz and r.finished_at >= r.started_at and r.requests > 0`,
   );
   return rows.filter((r) => r.missing > 0).map((r) => ({ at: Number(r.at_ms), count: r.missing }));
 }
