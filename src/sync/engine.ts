@@ -115,7 +115,7 @@ export class SyncEngine {
   async init(): Promise<void> {
     if (this.#gate) return;
     const { db, clock, limits } = this.#o;
-    const samples = await loadSamples(db, clock.now() - DAY_MS, limits.minute, (missing) =>
+    const samples = await loadSamples(db, clock.now() - DAY_MS, limits, (missing) =>
       this.#o.logger.warn({ missing }, 'api_requests lacks requests that sync_runs recorded in the last 24 h (a TRUNCATE or DELETE?): counted as sent at the end of their passes'),
     );
     this.#gate = new BudgetGate({ limits, clock, samples, realTimeInterval: this.#o.realTime !== false, concurrency: this.#o.concurrency });
@@ -240,7 +240,7 @@ export class SyncEngine {
     const aheadMs = (this.gate.newestAt ?? now) - now;
     if (aheadMs <= CLOCK_SET_BACK_MS) return;
     await db.transaction((tx) => restampFuture(tx, now));
-    this.gate.clockSetBack(await loadSamples(db, now - DAY_MS, limits.minute), aheadMs);
+    this.gate.clockSetBack(await loadSamples(db, now - DAY_MS, limits), aheadMs);
     logger.warn(
       { aheadMs: Math.round(aheadMs), now: isoMicros(now) },
       'the clock was set back: what the mirror recorded while it ran ahead is restamped to now (README, "Clock skew")',

@@ -36,7 +36,7 @@ export interface MirrorStatus {
 export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
   const [samples, lists, work, history] = await Promise.all([
-    loadSamples(db, now - DAY_MS, config.minuteLimit),
+    loadSamples(db, now - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit }),
     listStates(db),
     countWork(db, now),
     plannerHistory(db, now),

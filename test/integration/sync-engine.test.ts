@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { historyOf } from '../../src/db/repos/history.ts';
+import { loadSamples } from '../../src/db/repos/ledger.ts';
 import { AuthError } from '../../src/errors.ts';
+import { DAY_MS } from '../../src/time.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, mirrorAsTruth, truthOf, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 
@@ -139,6 +141,16 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     await m.restart();
     const inForgedPass = await count(m.db, sql`select count(*)::int as n from api_requests where at >= ${new Date(now - 20 * 60_000).toISOString()}::timestamptz and at <= ${new Date(now - 10 * 60_000).toISOString()}::timestamptz`);
     expect(m.engine.gate.snapshot().dailyUsed).toBe(usedNow + 11 * 60 - inForgedPass);
+
+    // A forged pass of 23 hours claims more than any 24 h can hold: all the shortfall together counts the daily limit
+    // at most (one sample each: memory), and a minute limit too large for bigint arithmetic does not break the query.
+    await m.db.execute(sql`insert into sync_runs (started_at, finished_at, requests) values
+      (${new Date(now - 23 * 3_600_000).toISOString()}::timestamptz, ${new Date(now - 60_000).toISOString()}::timestamptz, 2147483647)`);
+    const inLedger = await count(m.db, sql`select count(*)::int as n from api_requests where at > ${new Date(now - DAY_MS).toISOString()}::timestamptz`);
+    let told = 0;
+    const samples = await loadSamples(m.db, now - DAY_MS, { minute: 1e17, daily: 1440 }, (n) => (told = n));
+    expect(told).toBe(1440);
+    expect(samples).toHaveLength(inLedger + 1440);
   });
 });
 

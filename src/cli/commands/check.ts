@@ -142,7 +142,7 @@ async function database(config: Config, say: Say): Promise<Opened> {
 /** The API and the token, with one request at most. */
 async function api(config: Config, db: Db | null, say: Say, note: (text: string) => void): Promise<void> {
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
-  const samples = db ? await loadSamples(db, systemClock.now() - DAY_MS, config.minuteLimit) : [];
+  const samples = db ? await loadSamples(db, systemClock.now() - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit }) : [];
   const gate = new BudgetGate({ limits, clock: systemClock, samples, realTimeInterval: false, concurrency: 1 });
   let entry: LedgerEntry | undefined;
   const record = async (start: LedgerStart): Promise<SettleLedger> => {

@@ -41,7 +41,12 @@ export async function dropRequest(tx: Tx, id: number): Promise<void> {
  * The ledger's samples since `since` (epoch ms), oldest first, with those it lacks (see missingFromLedger);
  * `onMissing` hears how many those are.
  */
-export async function loadSamples(tx: Tx, since: number, minuteLimit: number, onMissing?: (count: number) => void): Promise<LedgerSample[]> {
+export async function loadSamples(
+  tx: Tx,
+  since: number,
+  limits: { minute: number; daily: number },
+  onMissing?: (count: number) => void,
+): Promise<LedgerSample[]> {
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,
     sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
@@ -50,14 +55,21 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number, on
   const samples: LedgerSample[] = rows.map((r) => ({
     at: Number(r.at_ms),
     remaining: r.remaining,
-    limit: r.remaining === null ? null : minuteLimit,
+    limit: r.remaining === null ? null : limits.minute,
     status: r.status,
     kind: r.kind,
   }));
-  const missing = await missingFromLedger(tx, since, minuteLimit);
+  const missing = await missingFromLedger(tx, since, limits.minute);
   if (missing.length === 0) return samples;
-  onMissing?.(missing.reduce((n, m) => n + m.count, 0));
-  for (const m of missing) for (let i = 0; i < m.count; i++) samples.push({ at: m.at, remaining: null, limit: null, status: null });
+  // No 24 h holds more than the daily limit: beyond it, the budget is spent either way, and a sample more is memory.
+  // Those that free last are kept (the safe side).
+  let room = limits.daily;
+  for (const m of missing.sort((a, b) => b.at - a.at)) {
+    const count = Math.min(m.count, room);
+    room -= count;
+    for (let i = 0; i < count; i++) samples.push({ at: m.at, remaining: null, limit: null, status: null });
+  }
+  onMissing?.(limits.daily - room);
   return samples.sort((a, b) => a.at - b.at);
 }
 
@@ -68,14 +80,15 @@ export async function loadSamples(tx: Tx, since: number, minuteLimit: number, on
  * side. (A pass's ledger rows lie within its start and end; a clock set back restamps both tables alike. The passes are
  * looked up by their start, which the index has: none lasts a day.) sync_runs is the user's table too: a row claiming
  * more than a pass of its length could send at `minuteLimit` (and one minute more) counts that many, and one that ends
- * after the window's end (`since` + 24 h) none, so a forged row cannot hold the budget beyond a real pass's worth, nor
- * fill memory.
+ * after the window's end (`since` + 24 h) none, so a forged row cannot hold the budget beyond a real pass's worth (in
+ * numeric: no minute limit overflows it); loadSamples keeps at most the daily limit of them in all, so forged rows
+ * cannot fill memory either.
  */
 async function missingFromLedger(tx: Tx, since: number, minuteLimit: number): Promise<Array<{ at: number; count: number }>> {
   const rows = await queryRows<{ at_ms: string | number; missing: number }>(
     tx,
     sql`select (extract(epoch from r.finished_at) * 1000)::bigint as at_ms,
-          least(r.requests::bigint, (ceil(extract(epoch from (r.finished_at - r.started_at)) / 60) + 1)::bigint * ${minuteLimit})::int
+          least(r.requests::numeric, (ceil(extract(epoch from (r.finished_at - r.started_at)) / 60) + 1) * ${minuteLimit}::numeric)::int
             - (select count(*) from api_requests a where a.at >= r.started_at and a.at <= r.finished_at)::int as missing
         from sync_runs r
         where r.started_at > ${isoMicros(since - DAY_MS)}::timestamptz and r.finished_at > ${isoMicros(since)}::timestamptz
