@@ -49,7 +49,7 @@ const IN_FLIGHT_MS = 2 * MINUTE_MS;
 
 /** The ledger by clock hour over the last 24 h, every hour present (zeros included). */
 export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
-  const rows = await requestsByHour(db, now - DAY_MS, now - IN_FLIGHT_MS);
+  const rows = await requestsByHour(db, now - DAY_MS, now, now - IN_FLIGHT_MS);
   const byHour = new Map(rows.map((r) => [Number(r.hour_ms), r]));
   const current = Math.floor(now / HOUR_MS) * HOUR_MS;
   return Array.from({ length: 24 }, (_, i) => {

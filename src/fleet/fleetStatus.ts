@@ -120,7 +120,7 @@ export async function readMirrorFigures(db: Db, accounts: readonly Account[], no
   const lane = async () => {
     while (next < batches.length) {
       const batch = batches[next++]!;
-      const found = await mirrorFigures(db, batch.map((a) => ({ schema: a.schemaName, minuteLimit: a.minuteLimit })), now);
+      const found = await mirrorFigures(db, batch.map((a) => ({ schema: a.schemaName, minuteLimit: a.minuteLimit, dailyLimit: a.dailyLimit })), now);
       for (const [schema, f] of found) all.set(schema, f);
     }
   };

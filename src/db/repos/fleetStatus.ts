@@ -50,18 +50,18 @@ interface FiguresRow {
 
 /**
  * The figures of each schema (each must be migrated: see migratedSchemas), by schema, in one statement. `minuteLimit`
- * gives each sample its limit, as loadSamples does.
+ * gives each sample its limit, as loadSamples does; of the ledger, as there, only the newest `dailyLimit` rows are read.
  */
 export async function mirrorFigures(
   tx: Tx,
-  accounts: ReadonlyArray<{ schema: string; minuteLimit: number }>,
+  accounts: ReadonlyArray<{ schema: string; minuteLimit: number; dailyLimit: number }>,
   now: number,
 ): Promise<Map<string, MirrorFigures>> {
   const result = new Map<string, MirrorFigures>();
   if (accounts.length === 0) return result;
   const sinceMs = Math.floor(now) - DAY_MS;
   const since = isoMicros(sinceMs);
-  const branches = accounts.map(({ schema }) => figuresOf(schema, since));
+  const branches = accounts.map(({ schema, dailyLimit }) => figuresOf(schema, since, dailyLimit));
   const rows = await queryRows<FiguresRow>(tx, sql.join(branches, sql` union all `));
   const limits = new Map(accounts.map((a) => [a.schema, a.minuteLimit]));
   for (const r of rows) {
@@ -91,19 +91,24 @@ export function intList(literal: string): Array<number | null> {
 }
 
 /** One schema's branch; its name is a checked identifier, quoted anyway. */
-function figuresOf(schema: string, since: string): SQL {
+function figuresOf(schema: string, since: string, dailyLimit: number): SQL {
   const s = sql.raw(quoteIdent(schema));
-  // The ledger's window and order are loadSamples's (at > since, by at then id). Each instant travels as whole ms after
-  // `since` (an int4: a day is 86.4 million), rounded half up from its microseconds as loadSamples's ::bigint rounds:
-  // date_part and integer arithmetic instead of extract's numeric, which made this statement three times slower.
+  // The ledger's window, order and cap are loadSamples's (at > since, the newest `dailyLimit`, by at then id). Each
+  // instant travels as whole ms after `since` (an int4: a day is 86.4 million), rounded half up from its microseconds
+  // as loadSamples's ::bigint rounds: date_part and integer arithmetic instead of extract's numeric, which made this
+  // statement three times slower. A row ahead of the clock (the account's next pass restamps it, as a clock set back)
+  // reads as at most 20 days ahead, which int4 holds: a year 3000 or `infinity`, inserted by hand, cannot fail the
+  // statement of every account in the batch.
   return sql`(select ${schema}::text as schema, t.live, t.fetched, l.at_ms, l.remaining, l.status, r.last_clean
     from (select count(*) filter (where ${LIVE})::int as live, count(*) filter (where ${FETCHED})::int as fetched
           from ${s}.tickets) t,
       (select coalesce(array_agg(at_ms), '{}')::text as at_ms, coalesce(array_agg(remaining), '{}')::text as remaining,
               coalesce(array_agg(status), '{}')::text as status
-         from (select ((round(date_part('epoch', at - ${since}::timestamptz) * 1000000)::bigint + 500) / 1000)::int as at_ms,
-                      ratelimit_remaining as remaining, status
-                 from ${s}.api_requests where at > ${since}::timestamptz order by at, id) w) l,
+         from (select ((round(date_part('epoch', least(at, ${since}::timestamptz + interval '20 days') - ${since}::timestamptz)
+                        * 1000000)::bigint + 500) / 1000)::int as at_ms, ratelimit_remaining as remaining, status
+                 from (select at, id, ratelimit_remaining, status from ${s}.api_requests where at > ${since}::timestamptz
+                       order by at desc, id desc limit ${dailyLimit}) newest
+                 order by at, id) w) l,
       (select (select finished_at::text from ${s}.sync_runs where error is null and finished_at is not null
                order by started_at desc, id desc limit 1) as last_clean) r)`;
 }

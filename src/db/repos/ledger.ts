@@ -47,10 +47,17 @@ export async function loadSamples(
   limits: { minute: number; daily: number },
   onMissing?: (count: number) => void,
 ): Promise<LedgerSample[]> {
+  // No 24 h holds more than the daily limit: beyond it the budget is spent either way, and when the next request may
+  // go depends on the newest `daily` requests alone (budget.ts), so only those are read — a user's millions of rows
+  // would otherwise fill the daemon's memory. An instant beyond the year 9999 (`infinity`, inserted so) reads as its
+  // last microsecond: ahead of the clock, it is restamped to now as a clock set back (engine.ts) instead of failing.
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,
-    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
-        from api_requests where at > ${isoMicros(since)}::timestamptz order by at, id`,
+    sql`select (extract(epoch from least(at, ${LAST_INSTANT}::timestamptz)) * 1000)::bigint as at_ms,
+          ratelimit_remaining as remaining, status, kind
+        from (select at, id, ratelimit_remaining, status, kind from api_requests where at > ${isoMicros(since)}::timestamptz
+              order by at desc, id desc limit ${limits.daily}) newest
+        order by at, id`,
   );
   const samples: LedgerSample[] = rows.map((r) => ({
     at: Number(r.at_ms),
@@ -61,8 +68,7 @@ export async function loadSamples(
   }));
   const missing = await missingFromLedger(tx, since, limits.minute);
   if (missing.length === 0) return samples;
-  // No 24 h holds more than the daily limit: beyond it, the budget is spent either way, and a sample more is memory.
-  // Those that free last are kept (the safe side).
+  // Of the missing too, those that free last are kept (the safe side), and the daily limit of all.
   let room = limits.daily;
   for (const m of missing.sort((a, b) => b.at - a.at)) {
     const count = Math.min(m.count, room);
@@ -70,8 +76,11 @@ export async function loadSamples(
     for (let i = 0; i < count; i++) samples.push({ at: m.at, remaining: null, limit: null, status: null });
   }
   onMissing?.(limits.daily - room);
-  return samples.sort((a, b) => a.at - b.at);
+  return samples.sort((a, b) => a.at - b.at).slice(-limits.daily);
 }
+
+/** The last instant of the years 0001–9999 that the mirror's instants span (time.ts). */
+const LAST_INSTANT = '9999-12-31T23:59:59.999999Z';
 
 /**
  * Requests the passes since `since` recorded in `sync_runs` that the ledger no longer holds: a user's TRUNCATE or DELETE
@@ -98,13 +107,15 @@ async function missingFromLedger(tx: Tx, since: number, minuteLimit: number): Pr
 }
 
 /**
- * Requests since `since` (epoch ms) by clock hour (UTC), each hour that has any: its start, its requests, how many
+ * Requests after `since` up to `until` (epoch ms; a row ahead of the clock is not an hour of the chart, and `infinity`
+ * has none) by clock hour (UTC), each hour that has any: its start, its requests, how many
  * failed — a 429, a 5xx, no answer, or a row opened before `unsettledBefore` and never settled (its process died
  * mid-request). A row opened since then without an outcome is in flight, not failed.
  */
 export function requestsByHour(
   tx: Tx,
   since: number,
+  until: number,
   unsettledBefore: number,
 ): Promise<Array<{ hour_ms: string | number; requests: number; failed: number }>> {
   return queryRows(
@@ -113,7 +124,7 @@ export function requestsByHour(
           count(*)::int as requests,
           count(*) filter (where status = 429 or status >= 500
             or (status is null and (duration_ms is not null or at < ${isoMicros(unsettledBefore)}::timestamptz)))::int as failed
-        from api_requests where at > ${isoMicros(since)}::timestamptz
+        from api_requests where at > ${isoMicros(since)}::timestamptz and at <= ${isoMicros(until)}::timestamptz
         group by 1`,
   );
 }
