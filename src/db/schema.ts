@@ -13,6 +13,7 @@ import {
   text,
   timestamp,
   uniqueIndex,
+  type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
 
 /**
@@ -23,6 +24,21 @@ import {
  * microseconds the API gives. Values are read back through `canonicalTimestamp` when compared.
  */
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'string', precision: 6 });
+
+/**
+ * The instants of a table lie in the years 0001–9999 that the mirror's instants span (time.ts), or are null. The
+ * tables are the user's to write, and PostgreSQL holds more (`infinity`, a date BC, a year 200000): one such row, read
+ * by the planner or the budget, stopped every pass. The insert that would write one fails instead, naming the table.
+ * reply_outbox has none: `infinity` is a person's way to hold a reply there (repos/outboxDue.ts).
+ */
+const instantsInSpan = (table: string, columns: readonly AnyPgColumn[]) =>
+  check(
+    `${table}_instants_check`,
+    sql.join(
+      columns.map((c) => sql`${c} between '0001-01-01T00:00:00Z' and '9999-12-31T23:59:59.999999Z'`),
+      sql` and `,
+    ),
+  );
 
 /**
  * Stored with fillfactor 50 (migration 0003; drizzle cannot declare a table's storage parameters): each list poll
@@ -69,6 +85,20 @@ export const tickets = pgTable(
     assignedToId: text('assigned_to_id').generatedAlwaysAs(sql`assigned_to ->> 'id'`),
   },
   (t) => [
+    instantsInSpan('tickets', [
+      t.closedAt,
+      t.lastContactAt,
+      t.createdAt,
+      t.updatedAt,
+      t.firstSeenAt,
+      t.lastSeenAt,
+      t.detailSyncedAt,
+      t.missingSince,
+      t.deletedAt,
+      t.detailDueSince,
+      t.stateSeenAt,
+      t.detailRetryAfter,
+    ]),
     index('tickets_created_at_idx').on(t.createdAt),
     index('tickets_detail_due_idx').on(t.detailDueSince).where(sql`detail_due_since is not null`),
     index('tickets_detail_synced_idx').on(t.detailSyncedAt),
@@ -99,7 +129,10 @@ export const messages = pgTable(
     /** The last time a detail (or a posted reply's answer) confirmed the row; it stays put once the row is removed. */
     syncedAt: ts('synced_at'),
   },
-  (t) => [index('messages_ticket_idx').on(t.ticketId, t.createdAt)],
+  (t) => [
+    instantsInSpan('messages', [t.outboundDeliveredAt, t.createdAt, t.removedAt, t.syncedAt]),
+    index('messages_ticket_idx').on(t.ticketId, t.createdAt),
+  ],
 );
 
 export const attachments = pgTable(
@@ -117,7 +150,11 @@ export const attachments = pgTable(
     /** The last time a detail confirmed the row. */
     syncedAt: ts('synced_at'),
   },
-  (t) => [index('attachments_ticket_idx').on(t.ticketId), index('attachments_message_idx').on(t.messageId)],
+  (t) => [
+    instantsInSpan('attachments', [t.removedAt, t.syncedAt]),
+    index('attachments_ticket_idx').on(t.ticketId),
+    index('attachments_message_idx').on(t.messageId),
+  ],
 );
 
 /** SCD type 2: one row per observed state; the change happened in (changed_after, valid_from]. */
@@ -142,6 +179,7 @@ export const ticketHistory = pgTable(
     assignedToId: text('assigned_to_id').generatedAlwaysAs(sql`assigned_to ->> 'id'`),
   },
   (t) => [
+    instantsInSpan('ticket_history', [t.validFrom, t.validTo, t.changedAfter]),
     index('ticket_history_ticket_idx').on(t.ticketId, t.validFrom),
     uniqueIndex('ticket_history_current_idx').on(t.ticketId).where(sql`valid_to is null`),
     index('ticket_history_valid_idx').on(t.validFrom, t.validTo),
@@ -210,7 +248,7 @@ export const apiRequests = pgTable(
     /** The server's x-ratelimit-remaining, when it sent one. */
     ratelimitRemaining: integer('ratelimit_remaining'),
   },
-  (t) => [index('api_requests_at_idx').on(t.at)],
+  (t) => [instantsInSpan('api_requests', [t.at]), index('api_requests_at_idx').on(t.at)],
 );
 
 export const syncRuns = pgTable(
@@ -224,7 +262,7 @@ export const syncRuns = pgTable(
     detailsFetched: integer('details_fetched').notNull().default(0),
     error: text('error'),
   },
-  (t) => [index('sync_runs_started_idx').on(t.startedAt)],
+  (t) => [instantsInSpan('sync_runs', [t.startedAt, t.finishedAt]), index('sync_runs_started_idx').on(t.startedAt)],
 );
 
 /** One row per list poll that got a valid answer: the planner adapts each list's interval to its rate of change. */
@@ -239,7 +277,7 @@ export const listPolls = pgTable(
     /** Tickets this poll showed leaving but kept in the list, until the next poll confirms (the differ's confirmShrink). */
     withheld: integer('withheld').notNull().default(0),
   },
-  (t) => [index('list_polls_list_idx').on(t.list, t.at)],
+  (t) => [instantsInSpan('list_polls', [t.at]), index('list_polls_list_idx').on(t.list, t.at)],
 );
 
 /**
@@ -247,13 +285,17 @@ export const listPolls = pgTable(
  * `revalidationClass`), its re-reads, how many found a change, and how many the fixed weights expected, each decayed
  * with a time constant of a week. Bookkeeping, a few rows: the re-read order weights each class by found / expected.
  */
-export const revalidationLearning = pgTable('revalidation_learning', {
-  class: smallint('class').primaryKey(),
-  reads: doublePrecision('reads').notNull(),
-  found: doublePrecision('found').notNull(),
-  expected: doublePrecision('expected').notNull(),
-  updatedAt: ts('updated_at').notNull(),
-});
+export const revalidationLearning = pgTable(
+  'revalidation_learning',
+  {
+    class: smallint('class').primaryKey(),
+    reads: doublePrecision('reads').notNull(),
+    found: doublePrecision('found').notNull(),
+    expected: doublePrecision('expected').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+  },
+  (t) => [instantsInSpan('revalidation_learning', [t.updatedAt])],
+);
 
 /**
  * The reporting settings of the daemon's configuration (REPORT_TIMEZONE, REPORT_BUSINESS_HOURS, REPORT_SLA_*), one row

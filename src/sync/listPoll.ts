@@ -1,7 +1,6 @@
 import type { ListName } from '../api/endpoints.ts';
 import type { ListBody } from '../api/listBody.ts';
-import { countMembers, lastPollWithheld, leaverIds, loadMirrorForItems, loadTickets, recordListPoll, writeListRows } from '../db/repos/lists.ts';
-import { listStates } from '../db/repos/work.ts';
+import { countMembers, everPolled, lastPollWithheld, leaverIds, loadMirrorForItems, loadTickets, recordListPoll, writeListRows } from '../db/repos/lists.ts';
 import type { Tx } from '../db/connect.ts';
 import { diffLeaves, diffListed, withholdsLeaves } from './differ.ts';
 import type { ListItem } from '../model/lists.ts';
@@ -43,7 +42,7 @@ export async function writeListPoll(
   problems: Problems,
   batchSize = LIST_BATCH,
 ): Promise<ListPollResult> {
-  const initial = (await listStates(tx))[list].lastPolledAt === null;
+  const initial = !(await everPolled(tx, list));
   const seen = new Set<string>();
   // Written once at the end, in one statement: per batch, PostgreSQL scanned the whole table for each (+220 ms a poll of
   // 100,000 items). Their ids are already held by `seen`.

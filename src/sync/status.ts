@@ -37,7 +37,7 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
   const [samples, lists, work, history] = await Promise.all([
     loadSamples(db, now - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit }),
-    listStates(db),
+    listStates(db, now),
     countWork(db, now),
     plannerHistory(db, now),
   ]);

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ListBody, scanListBody } from '../../src/api/listBody.ts';
 import { queryRows, sql, type Db } from '../../src/db/connect.ts';
-import { applyListDiff, lastPollWithheld, loadMirrorForList } from '../../src/db/repos/lists.ts';
-import { listStates } from '../../src/db/repos/work.ts';
+import { applyListDiff, everPolled, lastPollWithheld, loadMirrorForList } from '../../src/db/repos/lists.ts';
 import { InvalidResponseError } from '../../src/errors.ts';
 import { confirmShrink, diffList } from '../../src/sync/differ.ts';
 import { LIST_BATCH, writeListPoll } from '../../src/sync/listPoll.ts';
@@ -55,7 +54,7 @@ describe.each(backends)('a list in batches on $name', ({ open }) => {
   async function pollWhole(body: unknown[], minute: number) {
     const items = parseListItems(body, 'resolved', new Problems());
     return whole.db.transaction(async (tx) => {
-      const initial = (await listStates(tx)).resolved.lastPolledAt === null;
+      const initial = !(await everPolled(tx, 'resolved'));
       const mirror = await loadMirrorForList(tx, 'resolved', items);
       const diff = confirmShrink(diffList('resolved', items, mirror, at(minute), initial), await lastPollWithheld(tx, 'resolved'));
       await applyListDiff(tx, diff);

@@ -97,8 +97,8 @@ function figuresOf(schema: string, since: string, dailyLimit: number): SQL {
   // instant travels as whole ms after `since` (an int4: a day is 86.4 million), rounded half up from its microseconds
   // as loadSamples's ::bigint rounds: date_part and integer arithmetic instead of extract's numeric, which made this
   // statement three times slower. A row ahead of the clock (the account's next pass restamps it, as a clock set back)
-  // reads as at most 20 days ahead, which int4 holds: a year 3000 or `infinity`, inserted by hand, cannot fail the
-  // statement of every account in the batch.
+  // reads as at most 20 days ahead, which int4 holds: a year 3000, inserted by hand, cannot fail the statement of every
+  // account in the batch.
   return sql`(select ${schema}::text as schema, t.live, t.fetched, l.at_ms, l.remaining, l.status, r.last_clean
     from (select count(*) filter (where ${LIVE})::int as live, count(*) filter (where ${FETCHED})::int as fetched
           from ${s}.tickets) t,

@@ -49,12 +49,11 @@ export async function loadSamples(
 ): Promise<LedgerSample[]> {
   // No 24 h holds more than the daily limit: beyond it the budget is spent either way, and when the next request may
   // go depends on the newest `daily` requests alone (budget.ts), so only those are read — a user's millions of rows
-  // would otherwise fill the daemon's memory. An instant beyond the year 9999 (`infinity`, inserted so) reads as its
-  // last microsecond: ahead of the clock, it is restamped to now as a clock set back (engine.ts) instead of failing.
+  // would otherwise fill the daemon's memory. (A row ahead of the clock is restamped to now as a clock set back:
+  // engine.ts. None lies beyond the year 9999: schema.ts, instantsInSpan.)
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,
-    sql`select (extract(epoch from least(at, ${LAST_INSTANT}::timestamptz)) * 1000)::bigint as at_ms,
-          ratelimit_remaining as remaining, status, kind
+    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
         from (select at, id, ratelimit_remaining, status, kind from api_requests where at > ${isoMicros(since)}::timestamptz
               order by at desc, id desc limit ${limits.daily}) newest
         order by at, id`,
@@ -78,9 +77,6 @@ export async function loadSamples(
   onMissing?.(limits.daily - room);
   return samples.sort((a, b) => a.at - b.at).slice(-limits.daily);
 }
-
-/** The last instant of the years 0001–9999 that the mirror's instants span (time.ts). */
-const LAST_INSTANT = '9999-12-31T23:59:59.999999Z';
 
 /**
  * Requests the passes since `since` recorded in `sync_runs` that the ledger no longer holds: a user's TRUNCATE or DELETE
@@ -107,8 +103,8 @@ async function missingFromLedger(tx: Tx, since: number, minuteLimit: number): Pr
 }
 
 /**
- * Requests after `since` up to `until` (epoch ms; a row ahead of the clock is not an hour of the chart, and `infinity`
- * has none) by clock hour (UTC), each hour that has any: its start, its requests, how many
+ * Requests after `since` up to `until` (epoch ms; a row ahead of the clock is not an hour of the chart) by clock hour
+ * (UTC), each hour that has any: its start, its requests, how many
  * failed — a 429, a 5xx, no answer, or a row opened before `unsettledBefore` and never settled (its process died
  * mid-request). A row opened since then without an outcome is in flight, not failed.
  */

@@ -138,6 +138,12 @@ export async function recordListPoll(tx: Tx, list: ListName, at: string, poll: {
     values (${list}, ${at}::timestamptz, ${poll.items}, ${poll.changes}, ${poll.withheld})`);
 }
 
+/** Whether `list` was ever polled (a poll recorded in list_polls). */
+export async function everPolled(tx: Tx, list: ListName): Promise<boolean> {
+  const [row] = await queryRows<{ polled: boolean }>(tx, sql`select exists (select from list_polls where list = ${list}) as polled`);
+  return row?.polled === true;
+}
+
 /** How many leaves the last poll of `list` withheld (the differ's `confirmShrink`); 0 when none, or never polled. */
 export async function lastPollWithheld(tx: Tx, list: ListName): Promise<number> {
   const [row] = await queryRows<{ withheld: number }>(

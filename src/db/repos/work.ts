@@ -226,12 +226,16 @@ export async function revalidationMultipliers(tx: Tx): Promise<number[]> {
   return learnedMultipliers(rows.map((r) => ({ cls: Number(r.class), found: Number(r.found), expected: Number(r.expected) })));
 }
 
-/** Each list's last successful poll. */
-export async function listStates(tx: Tx): Promise<Record<ListName, ListState>> {
+/**
+ * Each list's last successful poll up to `now`. A poll dated ahead of the clock is not the last one: a row a user
+ * inserted into list_polls with a date to come would otherwise keep its list from being polled until then.
+ */
+export async function listStates(tx: Tx, now: number): Promise<Record<ListName, ListState>> {
   // One index probe per list (list_polls is never pruned: nothing here may scan it whole).
   const rows = await queryRows<{ list: ListName; last_ms: string | null }>(
     tx,
-    sql`select l.list, (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p where p.list = l.list) as last_ms
+    sql`select l.list, (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p
+                        where p.list = l.list and p.at <= ${isoMicros(now)}::timestamptz) as last_ms
         from unnest(${LIST_ARRAY}::text[]) as l(list)`,
   );
   const out = {} as Record<ListName, ListState>;
