@@ -176,6 +176,15 @@ function errorLike(value: unknown): { message: string; code?: unknown; stack?: s
   return { message: e.message, code: e.code, ...(typeof e.stack === 'string' ? { stack: e.stack } : {}) };
 }
 
+/**
+ * An error text as it may be shown anywhere (a terminal, a page, JSON): no bearer token, URL query or password, no
+ * control character, one line of at most 300 characters.
+ */
+export function safeText(text: string): string {
+  const clean = withoutControlCharacters(scrubSecrets(text)).replace(/\s+/g, ' ').trim();
+  return clean.length > 300 ? `${clean.slice(0, 299)}…` : clean;
+}
+
 /** `text` without characters that could move a terminal's cursor or recolour it (tabs and newlines stay). */
 export function withoutControlCharacters(text: string): string {
   return text.replace(CONTROL, '');

@@ -2,6 +2,7 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
 import { requestsByHour } from '../db/repos/ledger.ts';
 import { runErrors } from '../db/repos/runs.ts';
+import { safeText } from '../logger.ts';
 import { mirrorStatus, type MirrorStatus } from '../sync/status.ts';
 import { canonicalTimestamp, DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
 import type { Readiness } from './readiness.ts';
@@ -61,5 +62,5 @@ export async function requestsPerHour(db: Db, now: number): Promise<HourBar[]> {
 
 export async function recentErrors(db: Db, limit: number): Promise<RecentError[]> {
   const rows = await runErrors(db, limit);
-  return rows.map((r) => ({ at: canonicalTimestamp(String(r.started_at)), error: r.error }));
+  return rows.map((r) => ({ at: canonicalTimestamp(String(r.started_at)), error: safeText(r.error) }));
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../db/connect.ts';
 import { listAccounts, type Account } from '../db/repos/accounts.ts';
 import { migratedSchemas, mirrorFigures, type MirrorFigures } from '../db/repos/fleetStatus.ts';
-import { withoutControlCharacters, scrubSecrets } from '../logger.ts';
+import { safeText } from '../logger.ts';
 import { budgetAt } from '../sync/budget.ts';
 import { canonicalTimestamp, SECOND_MS } from '../time.ts';
 import { readQueues, type QueueReader, type QueuesView } from './queueStatus.ts';
@@ -170,12 +170,6 @@ const RANK: Record<ShownState, number> = { auth_failed: 0, failing: 1, new: 2, o
 /** auth_failed, then failing, then the most lag; paused accounts last; ties by name. */
 export function worstFirst(a: AccountStatus, b: AccountStatus): number {
   return RANK[a.state] - RANK[b.state] || b.lagSeconds - a.lagSeconds || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-}
-
-/** An error text as it may be shown anywhere: no bearer token, URL query or password, no control character. */
-export function safeText(text: string): string {
-  const clean = withoutControlCharacters(scrubSecrets(text)).replace(/\s+/g, ' ').trim();
-  return clean.length > 300 ? `${clean.slice(0, 299)}…` : clean;
 }
 
 export function totalsOf(rows: readonly AccountStatus[]): FleetTotals {

@@ -1,6 +1,7 @@
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
 import { loadSamples } from '../db/repos/ledger.ts';
+import { safeText } from '../logger.ts';
 import { lastRun } from '../db/repos/runs.ts';
 import { rowCounts, ticketCounts } from '../db/repos/status.ts';
 import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
@@ -57,7 +58,14 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
     budget,
     plan,
     lastSync: run
-      ? { startedAt: ts(run.started_at)!, finishedAt: ts(run.finished_at), requests: run.requests, detailsFetched: run.details_fetched, error: run.error }
+      ? {
+          startedAt: ts(run.started_at)!,
+          finishedAt: ts(run.finished_at),
+          requests: run.requests,
+          detailsFetched: run.details_fetched,
+          // sync_runs is the user's table too: its text reaches a terminal, so no escape sequence.
+          error: run.error === null ? null : safeText(run.error),
+        }
       : null,
     lastPolls,
     counts: {

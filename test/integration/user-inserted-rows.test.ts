@@ -2,9 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import { mirrorFigures } from '../../src/db/repos/fleetStatus.ts';
-import { requestsPerHour } from '../../src/daemon/statusData.ts';
+import { recentErrors, requestsPerHour } from '../../src/daemon/statusData.ts';
 import { allowedPerDay, budgetAt } from '../../src/sync/budget.ts';
-import { mirrorStatus } from '../../src/sync/status.ts';
+import { formatStatus, mirrorStatus } from '../../src/sync/status.ts';
 import { DAY_MS } from '../../src/time.ts';
 import { backends, freshPostgres, postgresUrl, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror } from '../helpers/mirror.ts';
@@ -99,6 +99,22 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     );
     expect(ticket).toEqual({ synced: true, retry: true, created: true });
     expect(await count(database.db, sql`select count(*)::int as n from list_polls where isfinite(at) and at <= now()`)).toBe(1);
+  });
+
+  it('an error written into sync_runs reaches status and the status page as one safe line: no escape, no secret', async () => {
+    const hostile = `\x1b[2J\x1b]0;owned\x07HTTP 500\r\nAuthorization: Bearer sekrit-123 ${'x'.repeat(100_000)}`;
+    await database.db.execute(sql`insert into sync_runs (started_at, finished_at, requests, error) values (now(), now(), 1, ${hostile})`);
+    const status = await mirrorStatus(database.db, { dailyLimit: LIMITS.daily, minuteLimit: LIMITS.minute, reserve: LIMITS.reserve }, Date.now());
+    const text = formatStatus(status);
+    const [page] = await recentErrors(database.db, 10);
+    for (const shown of [status.lastSync!.error!, text, page!.error]) {
+      expect(shown).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+      expect(shown).not.toContain('sekrit');
+    }
+    expect(status.lastSync!.error).toMatch(/^\[2J\]0;ownedHTTP 500 Authorization: Bearer \[redacted\] x+…$/);
+    expect(status.lastSync!.error).toHaveLength(300);
+    expect(page!.error).toBe(status.lastSync!.error);
+    expect(text.split('\n').filter((l) => l.startsWith('last sync'))).toHaveLength(1);
   });
 
   it('the budget reads the newest daily limit of the ledger and is exactly what the whole ledger gives', async () => {
