@@ -26,7 +26,25 @@ export class PeriodError extends Error {
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-/** Epoch ms of midnight UTC of a `YYYY-MM-DD` calendar date; null when the text is not one (2026-02-30 is not). */
+/**
+ * Why `text` is not a date a period may start or end on (`name` names it: `--from`), or null when it is one. A real
+ * calendar date before 1970 is told so, not as a bad format.
+ */
+export function dateProblem(text: string, name: string, today: string): string | null {
+  if (dateValue(text) !== null) return null;
+  const m = DATE.exec(text);
+  if (m && Number(m[1]) < 1970 && isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) return `${name} must be 1970-01-01 or later`;
+  return `${name} must be a date as YYYY-MM-DD, e.g. ${today}`;
+}
+
+/** Whether the day exists in the proleptic Gregorian calendar (1900-02-29 does not). */
+function isCalendarDate(year: number, month: number, day: number): boolean {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+}
+
+/** Epoch ms of midnight UTC of a `YYYY-MM-DD` calendar date from 1970 on; null when the text is not one (2026-02-30 is not). */
 export function dateValue(text: string): number | null {
   const m = DATE.exec(text);
   if (!m) return null;
@@ -61,9 +79,9 @@ export function parsePeriod(
   const read = (name: 'from' | 'to'): number | null => {
     const text = input[name];
     if (text === undefined || text === '') return null;
-    const ms = dateValue(text);
-    if (ms === null) throw new PeriodError(`${names[name]} must be a date as YYYY-MM-DD, e.g. ${today}`);
-    return ms;
+    const problem = dateProblem(text, names[name], today);
+    if (problem !== null) throw new PeriodError(problem);
+    return dateValue(text)!;
   };
   const toMs = read('to') ?? dateValue(today)!;
   const fromMs = read('from') ?? toMs - (DEFAULT_PERIOD_DAYS - 1) * DAY_MS;

@@ -2,7 +2,7 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { Config } from '../../config/loadConfig.ts';
 import type { Database } from '../../db/connect.ts';
 import { migrationState, notMigrated } from '../../db/migrationState.ts';
-import { dateValue, localDate, parsePeriod, PeriodError, type ReportPeriod } from '../../report/period.ts';
+import { dateProblem, localDate, parsePeriod, PeriodError, type ReportPeriod } from '../../report/period.ts';
 import { loadReportData, reportTimeZone } from '../../report/reportData.ts';
 import { renderReportPage } from '../../report/reportPage.ts';
 import type { CommandContext } from '../context.ts';
@@ -28,9 +28,8 @@ const NAMES = { from: '--from', to: '--to' };
 export async function reportCommand({ config, logger }: CommandContext, options: ReportOptions): Promise<void> {
   for (const name of ['from', 'to'] as const) {
     const value = options[name];
-    if (value !== undefined && value !== '' && dateValue(value) === null) {
-      throw new ExitError(`${NAMES[name]} must be a date as YYYY-MM-DD, e.g. ${localDate(Date.now(), config.report.timeZone)}`, EXIT.usage);
-    }
+    const problem = value === undefined || value === '' ? null : dateProblem(value, NAMES[name], localDate(Date.now(), config.report.timeZone));
+    if (problem !== null) throw new ExitError(problem, EXIT.usage);
   }
   const database = await openForReading(config);
   let html: string;
