@@ -97,7 +97,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     env: [...DATABASE, ...REPORT, ...LOG],
     exits: [
       [0, 'the report written'],
-      [1, HELD],
+      [1, `no database yet, or not migrated; ${HELD}`],
       [2, `a bad date; ${CONFIG}`],
     ],
   },

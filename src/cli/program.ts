@@ -188,7 +188,7 @@ function addFleetCommand(program: Command): void {
   fleet
     .command('run')
     .description('sync the accounts due, --concurrency at once, with the other workers, until SIGTERM/SIGINT (a graceful stop hands them back)')
-    .option('--concurrency <n>', 'passes at once in this process (each takes 3 PostgreSQL connections, the worker 6 more)', positive, 4)
+    .option('--concurrency <n>', 'passes at once in this process (each takes 1 PostgreSQL connection, the worker 7 more)', positive, 4)
     .addOption(hidden('--slice-seconds <s>', 'slice'))
     .addOption(hidden('--expire-seconds <s>', 'expire'))
     .addOption(hidden('--maintenance-seconds <s>', 'maintenance'))

@@ -21,7 +21,7 @@ interface Held {
 const stop = (pid: number) => `stop it first (kill ${pid}, or Ctrl-C where it runs)`;
 
 export const WHILE_HELD: Readonly<Record<string, (held: Held) => string>> = {
-  sync: ({ pid }) => `It syncs by itself (a pass every 15 s, within the budget) and sends the reply outbox; to sync by hand, ${stop(pid)}.`,
+  sync: ({ pid }) => `It syncs by itself (whenever a list or a detail falls due, within the budget) and sends the reply outbox; to sync by hand, ${stop(pid)}.`,
   migrate: ({ pid }) => `It applied every migration it knows when it started; to migrate by hand (after an upgrade, say), ${stop(pid)}, or restart it.`,
   rebuild: ({ pid }) => `${capital(stop(pid))}, then rebuild, then start it again.`,
   reply: ({ pid, psql }) =>

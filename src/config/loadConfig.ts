@@ -416,7 +416,8 @@ export function tokenCharactersProblem(token: string): string | null {
  */
 function resolvePglitePassword(env: Record<string, string | undefined>, problems: string[]): string | undefined {
   const value = env.PGLITE_PASSWORD;
-  if (value === undefined || value === '') return undefined;
+  // Blank counts as unset, as for every variable (a compose file's `${PGLITE_PASSWORD}` with nothing behind it).
+  if (value === undefined || value.trim() === '') return undefined;
   if (!/^[\x20-\x7e]{8,}$/.test(value)) {
     problems.push('PGLITE_PASSWORD must be at least 8 printable ASCII characters (its value is not shown)');
     return undefined;

@@ -149,7 +149,7 @@ const TABLES: Readonly<Record<string, RelationDoc>> = {
       path: 'the request path, without the query string',
       status: 'the HTTP status; null when no response arrived (network error, timeout)',
       duration_ms: { text: 'how long the request took', unit: 'milliseconds' },
-      kind: 'what the request was for: list_open, list_self, list_unassigned, list_resolved, detail, reply, attachment',
+      kind: 'what the request was for: list_open, list_self, list_unassigned, list_resolved; detail (a change a list showed), backfill (a never-fetched ticket), revalidate (a re-read for changes no list shows); reply; lookup (a detail read for the attachment command, or to learn whether a reply went out)',
       ratelimit_remaining: 'the server\'s x-ratelimit-remaining header, when it sent one',
     },
   },

@@ -243,7 +243,7 @@ export const apiRequests = pgTable(
     /** Null when no response arrived (network error, timeout). */
     status: integer('status'),
     durationMs: integer('duration_ms'),
-    /** What the request was for: list_open, list_self, list_unassigned, list_resolved, detail, reply, attachment. */
+    /** What the request was for: api/endpoints.ts RequestKind (list_*, detail, backfill, revalidate, reply, lookup). */
     kind: text('kind'),
     /** The server's x-ratelimit-remaining, when it sent one. */
     ratelimitRemaining: integer('ratelimit_remaining'),

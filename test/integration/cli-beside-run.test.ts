@@ -103,7 +103,7 @@ describe('beside `run` on the embedded database', () => {
     expect(r.code).toBe(1);
     expect(messageLines(r)).toEqual([
       `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror sync\` cannot open it while it runs`,
-      `  It syncs by itself (a pass every 15 s, within the budget) and sends the reply outbox; to sync by hand, stop it first (kill ${run.pid}, or Ctrl-C where it runs).`,
+      `  It syncs by itself (whenever a list or a detail falls due, within the budget) and sends the reply outbox; to sync by hand, stop it first (kill ${run.pid}, or Ctrl-C where it runs).`,
     ]);
   }, 60_000);
 

@@ -15,7 +15,8 @@ describe('PGLITE_PASSWORD', () => {
     expect(config.pglitePassword).toBe('a good password');
     expect(redactedConfig(config).pglitePassword).toBe('[set]');
     expect(JSON.stringify(redactedConfig(config))).not.toContain('a good password');
-    expect(loadConfig({ PGLITE_PASSWORD: '' }, { cwd }).pglitePassword).toBeUndefined();
+    // Empty or blank counts as unset, as for every variable: a compose file's ${PGLITE_PASSWORD} with nothing behind it.
+    for (const blank of ['', '  ', '          ', '\t\n']) expect(loadConfig({ PGLITE_PASSWORD: blank }, { cwd }).pglitePassword).toBeUndefined();
   });
 
   it('must be 8 printable ASCII characters or more, and a refusal never shows it', () => {

@@ -117,7 +117,7 @@ export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<No
     signals.on('SIGHUP', onSignal);
     // Log-rotation tools and some supervisors send these to ask for a reopen or a reload. Left to their default they
     // ended the process at once, mid-pass (exit 138 or 140), for a request it has nothing to do about: it logs to
-    // stdout, and its settings are read at start. Heard, logged, and otherwise ignored.
+    // stderr, and its settings are read at start. Heard, logged, and otherwise ignored.
     // A flood of them (a loop in a rotation script) is one line a minute, not one line a signal.
     const heard = new Map<NodeJS.Signals, { loggedAt: number; since: number }>();
     const ignored = (signal: NodeJS.Signals) => {
