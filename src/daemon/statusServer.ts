@@ -7,7 +7,7 @@ import { ping } from '../db/repos/status.ts';
 import { coerceError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { localDate, PeriodError, periodFromQuery } from '../report/period.ts';
-import { loadReportData, reportTimeZone } from '../report/reportData.ts';
+import { loadReportData, ReportSettingsError, reportTimeZone } from '../report/reportData.ts';
 import { renderReportPage } from '../report/reportPage.ts';
 import { mirrorStatus } from '../sync/status.ts';
 import { createLimitedServer, type HttpLimits } from './httpLimits.ts';
@@ -104,7 +104,13 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     },
     '/report': async (query) => {
       const now = o.clock.now();
-      const timeZone = await reportTimeZone(o.db);
+      let timeZone;
+      try {
+        timeZone = await reportTimeZone(o.db);
+      } catch (error) {
+        if (error instanceof ReportSettingsError) return { status: 500, type: TEXT, body: `${error.message}\n` };
+        throw error;
+      }
       const today = localDate(now, timeZone);
       let period;
       try {

@@ -15,6 +15,7 @@ import {
   uniqueIndex,
   type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
+import { MAX_JSON_DEPTH } from '../api/listBody.ts';
 
 /**
  * The mirror's tables. Names and columns of the public contract (shared/contract.md) are binding: BI dashboards query
@@ -38,6 +39,18 @@ const instantsInSpan = (table: string, columns: readonly AnyPgColumn[]) =>
       columns.map((c) => sql`${c} between '0001-01-01T00:00:00Z' and '9999-12-31T23:59:59.999999Z'`),
       sql` and `,
     ),
+  );
+
+/**
+ * A jsonb column nests no deeper than any answer of the API may (MAX_JSON_DEPTH, api/listBody.ts; jsonpath's `.**{n}`
+ * descends n levels and no further). A value nested thousands deep, written by hand, overflowed the stack of the code
+ * that compares or writes it back, and stopped every pass. A value too small to nest that deep is not walked (a list
+ * poll rewrites thousands of rows, each checked).
+ */
+const shallowJson = (name: string, column: AnyPgColumn) =>
+  check(
+    name,
+    sql`case when pg_column_size(${column}) < 512 then true else not jsonb_path_exists(${column}, ${sql.raw(`'$.**{${MAX_JSON_DEPTH + 1}}'`)}) end`,
   );
 
 /**
@@ -85,6 +98,8 @@ export const tickets = pgTable(
     assignedToId: text('assigned_to_id').generatedAlwaysAs(sql`assigned_to ->> 'id'`),
   },
   (t) => [
+    check('tickets_detail_failures_check', sql`${t.detailFailures} >= 0`),
+    shallowJson('tickets_assigned_to_check', t.assignedTo),
     instantsInSpan('tickets', [
       t.closedAt,
       t.lastContactAt,
@@ -131,6 +146,7 @@ export const messages = pgTable(
   },
   (t) => [
     instantsInSpan('messages', [t.outboundDeliveredAt, t.createdAt, t.removedAt, t.syncedAt]),
+    shallowJson('messages_author_check', t.author),
     index('messages_ticket_idx').on(t.ticketId, t.createdAt),
   ],
 );
@@ -180,6 +196,7 @@ export const ticketHistory = pgTable(
   },
   (t) => [
     instantsInSpan('ticket_history', [t.validFrom, t.validTo, t.changedAfter]),
+    shallowJson('ticket_history_assigned_to_check', t.assignedTo),
     index('ticket_history_ticket_idx').on(t.ticketId, t.validFrom),
     uniqueIndex('ticket_history_current_idx').on(t.ticketId).where(sql`valid_to is null`),
     index('ticket_history_valid_idx').on(t.validFrom, t.validTo),
@@ -277,7 +294,12 @@ export const listPolls = pgTable(
     /** Tickets this poll showed leaving but kept in the list, until the next poll confirms (the differ's confirmShrink). */
     withheld: integer('withheld').notNull().default(0),
   },
-  (t) => [instantsInSpan('list_polls', [t.at]), index('list_polls_list_idx').on(t.list, t.at)],
+  (t) => [
+    instantsInSpan('list_polls', [t.at]),
+    // Counts, never below zero: a negative one (written by hand) made the sweep schedule 0/0, and every pass failed.
+    check('list_polls_counts_check', sql`${t.items} >= 0 and ${t.changes} >= 0 and ${t.withheld} >= 0`),
+    index('list_polls_list_idx').on(t.list, t.at),
+  ],
 );
 
 /**
@@ -315,5 +337,17 @@ export const reportSettings = pgTable(
     slaResolutionSeconds: integer('sla_resolution_seconds'),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
-  (t) => [check('report_settings_one_row', sql`${t.id}`)],
+  (t) => [
+    check('report_settings_one_row', sql`${t.id}`),
+    // What config/reportSettings.ts parses REPORT_BUSINESS_HOURS into, and business_seconds() casts without a check:
+    // one window of another shape (written by hand) failed every view and report that counts business hours.
+    check(
+      'report_settings_business_windows_check',
+      sql`${t.businessWindows} is null or (jsonb_typeof(${t.businessWindows}) = 'array' and not jsonb_path_exists(${t.businessWindows}, ${sql.raw(
+        `'$[*] ? (!(@.isodow.type() == "number" && @.isodow >= 1 && @.isodow <= 7 && @.isodow.floor() == @.isodow` +
+          ` && @.opens.type() == "string" && @.opens like_regex "^([01][0-9]|2[0-3]):[0-5][0-9]$"` +
+          ` && @.closes.type() == "string" && @.closes like_regex "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$" && @.opens < @.closes))'`,
+      )}))`,
+    ),
+  ],
 );

@@ -14,6 +14,7 @@ import {
   type WidgetRow,
 } from '../db/repos/report.ts';
 import { readReportSettings } from '../db/repos/reportSettings.ts';
+import { safeText } from '../logger.ts';
 import { isoMicros } from '../time.ts';
 import type { ReportPeriod } from './period.ts';
 
@@ -22,7 +23,21 @@ import type { ReportPeriod } from './period.ts';
  * REPORT_TIMEZONE by the last migrate), so that the page and a BI tool on the views agree.
  */
 export async function reportTimeZone(db: Db): Promise<string> {
-  return (await readReportSettings(db)).timeZone;
+  const { timeZone } = await readReportSettings(db);
+  try {
+    new Intl.DateTimeFormat('en', { timeZone });
+  } catch {
+    // report_settings is a table anyone with SQL may update: PostgreSQL takes names Intl does not (posix/Europe/Berlin).
+    throw new ReportSettingsError(
+      `report_settings.time_zone ${JSON.stringify(safeText(timeZone))} is not a time zone this program knows: set REPORT_TIMEZONE and run \`ticket-mirror migrate\`, which rewrites the row`,
+    );
+  }
+  return timeZone;
+}
+
+/** report_settings holds what the report cannot use (a row changed by hand rather than through REPORT_*). */
+export class ReportSettingsError extends Error {
+  override name = 'ReportSettingsError';
 }
 
 /** Rows shown per table: the busiest widgets and assignees, the longest-waiting customers. */

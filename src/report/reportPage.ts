@@ -83,7 +83,7 @@ export function renderReportPage(data: ReportData, options: ReportPageOptions = 
       : table(
           ['Assignee', 'Open', '', 'Unread', 'Oldest'],
           data.assignees.map((a) => [
-            escapeHtml(a.assignee_name),
+            escapeHtml(a.assignee_name ?? a.assignee_id ?? '(no name)'),
             bar(a.open_tickets, assigneeMax),
             num(a.open_tickets),
             num(a.unread_tickets),
@@ -217,8 +217,9 @@ function num(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** A span in seconds; one below zero (an instant the mirror holds lies ahead of the clock: the service's skew) is 0. */
 function seconds(s: number): string {
-  return duration(s * SECOND_MS);
+  return duration(Math.max(0, s) * SECOND_MS);
 }
 
 function maybeSeconds(s: number | null): string {

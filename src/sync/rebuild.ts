@@ -1,4 +1,5 @@
 import { isObject } from '../api/client.ts';
+import { MAX_JSON_DEPTH } from '../api/listBody.ts';
 import type { Db } from '../db/connect.ts';
 import { rederiveDetail, storedDetails } from '../db/repos/details.ts';
 import { mapDetail, UnstorableError } from './mapping.ts';
@@ -21,6 +22,7 @@ export async function rebuildFromRaw(db: Db, onProgress?: (done: number) => void
     await db.transaction(async (tx) => {
       for (const row of batch) {
         try {
+          if (row.too_deep) throw new UnstorableError(`raw nests deeper than ${MAX_JSON_DEPTH} levels, which no answer of the API does`);
           if (!isObject(row.raw)) throw new UnstorableError('raw is not an object');
           await rederiveDetail(tx, mapDetail(row.raw, row.id), row.detail_synced_at);
           result.tickets++;

@@ -44,7 +44,7 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
   ]);
   const budget = budgetAt(limits, samples, now);
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, oldestOpenDetailAt: work.oldestOpenDetailAt, history });
-  const [c, m, run] = await Promise.all([ticketCounts(db, now), rowCounts(db), lastRun(db)]);
+  const [c, m, run] = await Promise.all([ticketCounts(db, now), rowCounts(db), lastRun(db, now)]);
   const ts = (v: unknown) => (typeof v === 'string' ? canonicalTimestamp(v) : null);
   const total = Number(c.live);
   const remaining = work.backfill;

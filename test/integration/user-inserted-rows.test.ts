@@ -1,6 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
+import { recordDetailFailure } from '../../src/db/repos/details.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
+import { lastRun } from '../../src/db/repos/runs.ts';
+import { plannerHistory } from '../../src/db/repos/work.ts';
+import { parsePeriod } from '../../src/report/period.ts';
+import { loadReportData, ReportSettingsError, reportTimeZone } from '../../src/report/reportData.ts';
+import { renderReportPage } from '../../src/report/reportPage.ts';
+import { rebuildFromRaw } from '../../src/sync/rebuild.ts';
 import { mirrorFigures } from '../../src/db/repos/fleetStatus.ts';
 import { recentErrors, requestsPerHour } from '../../src/daemon/statusData.ts';
 import { allowedPerDay, budgetAt } from '../../src/sync/budget.ts';
@@ -52,6 +59,33 @@ const OUT_OF_SPAN: Array<{ table: string; insert: (instant: string) => ReturnTyp
 
 const CHECKED_TABLES = [...new Set(OUT_OF_SPAN.map((c) => c.table))];
 
+const DEEP = `${'['.repeat(3000)}${']'.repeat(3000)}`;
+/** Values the daemon never writes, each a statement (T1 exists) and the check that refuses it. */
+const OUT_OF_DOMAIN: Array<{ check: string; statement: ReturnType<typeof sql> }> = [
+  { check: 'list_polls_counts_check', statement: sql`insert into list_polls (list, at, items, changes) values ('open', now(), 1, -2)` },
+  { check: 'list_polls_counts_check', statement: sql`insert into list_polls (list, at, items, changes, withheld) values ('open', now(), 1, 0, -1)` },
+  { check: 'tickets_detail_failures_check', statement: sql`update tickets set detail_failures = -2000 where id = 'T1'` },
+  { check: 'tickets_assigned_to_check', statement: sql`update tickets set assigned_to = ${DEEP}::jsonb where id = 'T1'` },
+  { check: 'messages_author_check', statement: sql`insert into messages (id, ticket_id, author) values ('M8', 'T1', ${DEEP}::jsonb)` },
+  {
+    check: 'ticket_history_assigned_to_check',
+    statement: sql`insert into ticket_history (ticket_id, in_open, in_self, in_unassigned, in_resolved, valid_from, assigned_to)
+      values ('T1', true, false, false, false, now(), ${DEEP}::jsonb)`,
+  },
+  ...[
+    '{"isodow": 1, "opens": "09:00", "closes": "17:00"}',
+    '[1]',
+    '[{"isodow": "x", "opens": "09:00", "closes": "17:00"}]',
+    '[{"isodow": 8, "opens": "09:00", "closes": "17:00"}]',
+    '[{"isodow": 1.5, "opens": "09:00", "closes": "17:00"}]',
+    '[{"isodow": 1, "opens": "junk", "closes": "17:00"}]',
+    '[{"isodow": 1, "opens": 9, "closes": "17:00"}]',
+    '[{"isodow": 1, "opens": "17:00", "closes": "09:00"}]',
+    '[{"isodow": 1, "opens": "09:00", "closes": "24:01"}]',
+    '[{"isodow": 1, "opens": "09:00"}]',
+  ].map((windows) => ({ check: 'report_settings_business_windows_check', statement: sql`update report_settings set business_windows = ${windows}::jsonb` })),
+];
+
 describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, ({ open }) => {
   let database: TestDatabase;
   beforeEach(async () => {
@@ -73,12 +107,32 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     }
   });
 
-  it('rows written out of the span before the check existed are brought into it by the migration', async () => {
+  it('a count below zero, jsonb nested deeper than any answer, business windows of another shape are refused', async () => {
+    await database.db.execute(sql`insert into report_settings (id) values (true) on conflict do nothing`);
+    for (const { check, statement } of OUT_OF_DOMAIN) {
+      await expect(database.db.execute(statement), check).rejects.toMatchObject({
+        cause: expect.objectContaining({ message: expect.stringContaining(check) }),
+      });
+    }
+    // What the daemon writes passes: REPORT_BUSINESS_HOURS's windows (24:00 included), a value 100 levels deep.
+    await database.db.execute(
+      sql`update report_settings set business_windows = '[{"isodow": 1, "opens": "09:00", "closes": "17:00"}, {"isodow": 6, "opens": "00:00", "closes": "24:00"}]'`,
+    );
+    await database.db.execute(sql`update tickets set assigned_to = ${`${'['.repeat(100)}${']'.repeat(100)}`}::jsonb, detail_failures = 0`);
+  });
+
+  it('rows written out of the span or the domain before the checks existed are brought into them by the migrations', async () => {
     for (const table of CHECKED_TABLES) await database.db.execute(sql.raw(`alter table ${table} drop constraint ${table}_instants_check`));
+    for (const check of new Set(OUT_OF_DOMAIN.map((c) => c.check))) {
+      await database.db.execute(sql.raw(`alter table ${check.replace(/_(counts|detail_failures|assigned_to|author|business_windows)_check$/, '')} drop constraint ${check}`));
+    }
+    await database.db.execute(sql`insert into report_settings (id) values (true) on conflict do nothing`);
+    for (const { statement } of OUT_OF_DOMAIN) await database.db.execute(statement);
     await database.db.execute(sql`insert into api_requests (at, method, path) values ('infinity', 'GET', '/x'), ('-infinity', 'GET', '/y')`);
     await database.db.execute(sql`insert into list_polls (list, at, items, changes) values ('open', 'infinity', 1, 0)`);
     await database.db.execute(sql`update tickets set detail_synced_at = '-infinity', detail_retry_after = 'infinity', created_at = '20000-01-01T00:00:00Z'`);
-    await database.db.execute(sql`delete from __ticket_mirror_migrations where id = (select max(id) from __ticket_mirror_migrations)`);
+    // 0012 and 0013, applied again.
+    await database.db.execute(sql`delete from __ticket_mirror_migrations where id > (select max(id) - 2 from __ticket_mirror_migrations)`);
     const [before] = await queryRows<{ now: string }>(database.db, sql`select now()::text as now`);
     await database.migrate();
 
@@ -98,7 +152,19 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
       sql`select detail_synced_at = '0001-01-01T00:00:00Z' as synced, detail_retry_after <= now() as retry, created_at <= now() as created from tickets`,
     );
     expect(ticket).toEqual({ synced: true, retry: true, created: true });
-    expect(await count(database.db, sql`select count(*)::int as n from list_polls where isfinite(at) and at <= now()`)).toBe(1);
+    expect(await count(database.db, sql`select count(*)::int as n from list_polls where isfinite(at) and at <= now()`)).toBe(3);
+    expect(await count(database.db, sql`select count(*)::int as n from list_polls where changes < 0 or withheld < 0`)).toBe(0);
+    const [domain] = await queryRows<{ failures: number; assigned: unknown; authors: number; windows: unknown }>(
+      database.db,
+      sql`select (select detail_failures from tickets) as failures, (select assigned_to from tickets) as assigned,
+          (select count(*)::int from messages where author is not null) as authors, (select business_windows from report_settings) as windows`,
+    );
+    expect(domain).toEqual({ failures: 0, assigned: null, authors: 0, windows: null });
+    const checks = await queryRows<{ name: string }>(
+      database.db,
+      sql`select conname as name from pg_constraint where contype = 'c' and connamespace = current_schema()::regnamespace`,
+    );
+    expect(checks.map((c) => c.name)).toEqual(expect.arrayContaining([...new Set(OUT_OF_DOMAIN.map((c) => c.check))]));
   });
 
   it('an error written into sync_runs reaches status and the status page as one safe line: no escape, no secret', async () => {
@@ -115,6 +181,67 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     expect(status.lastSync!.error).toHaveLength(300);
     expect(page!.error).toBe(status.lastSync!.error);
     expect(text.split('\n').filter((l) => l.startsWith('last sync'))).toHaveLength(1);
+  });
+
+  it('values within the domain but far from the daemon\'s own are read without failing', async () => {
+    const now = Date.now();
+    // Two polls of a half hour claiming 2^31 − 1 changes each: their sum overflowed int4 and failed every plan.
+    await database.db.execute(sql`insert into list_polls (list, at, items, changes) values ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 0, 2147483647),
+      ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 0, 2147483647)`);
+    expect((await plannerHistory(database.db, now)).changes[0]).toBe(2 * 2147483647);
+    // A failure count at int4's top: the next failure overflowed it, and failed the pass.
+    await database.db.execute(sql`update tickets set detail_failures = 2147483647 where id = 'T1'`);
+    await recordDetailFailure(database.db, 'T1', new Date(now).toISOString());
+    expect(await count(database.db, sql`select detail_failures as n from tickets where id = 'T1'`)).toBe(1_000_000);
+    // A pass dated ahead of the clock does not hide the passes that ran.
+    await database.db.execute(sql`insert into sync_runs (started_at, finished_at, requests) values
+      (${new Date(now - 60_000).toISOString()}::timestamptz, ${new Date(now - 59_000).toISOString()}::timestamptz, 4),
+      ('3000-01-01T00:00:00Z', '3000-01-01T00:00:01Z', 9)`);
+    expect((await lastRun(database.db, now))?.requests).toBe(4);
+    // A payload nested deeper than any answer fails its ticket in a rebuild, not the rebuild.
+    await database.db.execute(sql`insert into tickets (id, first_seen_at, last_seen_at, detail_synced_at, raw) values
+      ('T2', now(), now(), now(), ${`{"id": "T2", "deep": ${DEEP}}`}::jsonb)`);
+    const rebuilt = await rebuildFromRaw(database.db);
+    expect(rebuilt.failed).toEqual([{ id: 'T2', error: 'raw nests deeper than 100 levels, which no answer of the API does' }]);
+  });
+
+  it('the report shows an assignee without a name and an instant ahead of the clock, and names a time zone it cannot use', async () => {
+    const now = Date.now();
+    await database.db.execute(sql`insert into report_settings (id) values (true) on conflict do nothing`);
+    await database.db.execute(sql`insert into tickets (id, first_seen_at, last_seen_at, in_open, has_unread_messages, created_at, last_contact_at, assigned_to) values
+      ('A1', now(), now(), true, true, '2999-01-01T00:00:00Z', '2999-01-01T00:00:00Z', '{"id": "agent-9"}'),
+      ('A2', now(), now(), true, false, now(), now(), '{"id": "agent-8", "name": null}'),
+      ('A3', now(), now(), true, false, now(), now(), '"just a string"')`);
+    const timeZone = await reportTimeZone(database.db);
+    const data = await loadReportData(database.db, parsePeriod({}, new Date(now).toISOString().slice(0, 10)), timeZone, now);
+    const html = renderReportPage(data);
+    expect(html).toContain('agent-9');
+    expect(html).toContain('agent-8');
+    expect(html).toContain('(no name)');
+    expect(html).not.toMatch(/>-\d/);
+
+    await database.db.execute(sql`update report_settings set time_zone = 'posix/Europe/Berlin'`);
+    const told = await reportTimeZone(database.db).catch((error: unknown) => error);
+    expect(told).toBeInstanceOf(ReportSettingsError);
+    expect((told as Error).message).toBe(
+      'report_settings.time_zone "posix/Europe/Berlin" is not a time zone this program knows: set REPORT_TIMEZONE and run `ticket-mirror migrate`, which rewrites the row',
+    );
+  });
+
+  it('a ticket marked due at a date to come is fetched once, not at every pass', async () => {
+    const m = await virtualMirror(database);
+    try {
+      await m.runFor(10 * 60_000);
+      const [ticket] = await queryRows<{ id: string }>(database.db, sql`select id from tickets where detail_synced_at is not null and in_open limit 1`);
+      await database.db.execute(sql`update tickets set detail_due_since = '3000-01-01T00:00:00Z' where id = ${ticket!.id}`);
+      const fetches = () => m.sim.log.filter((r) => r.path === `/api/v1/ticket/${ticket!.id}`).length;
+      const before = fetches();
+      await m.runFor(30 * 60_000);
+      expect(fetches() - before).toBe(1);
+      expect(await count(database.db, sql`select count(*)::int as n from tickets where detail_due_since is not null`)).toBe(0);
+    } finally {
+      await m.close();
+    }
   });
 
   it('the budget reads the newest daily limit of the ledger and is exactly what the whole ledger gives', async () => {

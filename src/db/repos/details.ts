@@ -1,9 +1,11 @@
 import type { SQL } from 'drizzle-orm';
+import { MAX_JSON_DEPTH } from '../../api/listBody.ts';
 import type { MappedDetail, TicketRow } from '../../model/detail.ts';
 import { emptyState, sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
 import { MIRROR_TICKET_COLUMNS } from './rows.ts';
+import { CLOCK_SET_BACK_MS, SECOND_MS } from '../../time.ts';
 
 /** The ticket columns a detail gives, with their values: the one list `writeDetail` and `rederiveDetail` both set. */
 function detailColumns(t: TicketRow): Array<[column: string, value: SQL]> {
@@ -37,6 +39,16 @@ export interface DetailWriteResult {
  * status, priority or assignment moved. `requestedAt` is when the request left: a list change seen after it keeps the
  * detail due.
  */
+/**
+ * Whether a detail requested at `requestedAt` and stored at `at` answers the due mark in `column`: it was set before
+ * the request (a change found while the request was in flight keeps it). A mark more than a minute ahead of `at` is
+ * not one the mirror set (a row written by hand, a clock set back): kept, it had the ticket fetched at every pass.
+ */
+function dueAnswered(column: string, requestedAt: string, at: string): SQL {
+  const c = sql.raw(column);
+  return sql`(${c} <= ${requestedAt}::timestamptz or ${c} > ${at}::timestamptz + interval '${sql.raw(String(CLOCK_SET_BACK_MS / SECOND_MS))} seconds')`;
+}
+
 export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requestedAt: string): Promise<DetailWriteResult> {
   const t = d.ticket;
   const [old] = await queryRows<MirrorTicket & { same_raw: boolean | null }>(
@@ -52,7 +64,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
     on conflict (id) do update set
       ${sql.raw(names.map((c) => `${c} = excluded.${c}`).join(', '))}, raw = excluded.raw,
       detail_synced_at = excluded.detail_synced_at, deleted_at = null,
-      detail_due_since = case when t.detail_due_since <= ${requestedAt}::timestamptz then null else t.detail_due_since end,
+      detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
       detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
 
   await writeMessages(tx, d, at);
@@ -151,8 +163,19 @@ export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string):
 }
 
 /** For `rebuild`: up to `limit` stored payloads, in id order from after `after` (`''`: from the first). */
-export function storedDetails(tx: Tx, after: string, limit: number): Promise<Array<{ id: string; raw: unknown; detail_synced_at: string }>> {
-  return queryRows(tx, sql`select id, raw, detail_synced_at from tickets where raw is not null and id > ${after} order by id limit ${limit}`);
+export function storedDetails(
+  tx: Tx,
+  after: string,
+  limit: number,
+): Promise<Array<{ id: string; raw: unknown; too_deep: boolean; detail_synced_at: string }>> {
+  // A payload nested deeper than any answer of the API (MAX_JSON_DEPTH; a row written by hand) is not read: walking it
+  // overflowed the stack and stopped the whole rebuild. jsonpath's `.**{n}` descends n levels and no further.
+  const deep = sql.raw(`jsonb_path_exists(raw, '$.**{${MAX_JSON_DEPTH + 1}}')`);
+  return queryRows(
+    tx,
+    sql`select id, case when ${deep} then null else raw end as raw, ${deep} as too_deep, detail_synced_at
+        from tickets where raw is not null and id > ${after} order by id limit ${limit}`,
+  );
 }
 
 /** The ticket an attachment belongs to, or null when the mirror does not have it. */
@@ -171,17 +194,20 @@ export async function markDeleted(tx: Tx, id: string, at: string, requestedAt: s
     tx,
     sql`
     update tickets set deleted_at = coalesce(deleted_at, ${at}::timestamptz), detail_failures = 0, detail_retry_after = null,
-      detail_due_since = case when detail_due_since <= ${requestedAt}::timestamptz then null else detail_due_since end
+      detail_due_since = case when ${dueAnswered('detail_due_since', requestedAt, at)} then null else detail_due_since end
     where id = ${id} and not (in_open or in_self or in_unassigned or in_resolved)
     returning id`,
   );
   return rows.length > 0;
 }
 
-/** A detail that could not be fetched or stored: back off this ticket (1 min, doubling, at most 6 h). */
+/**
+ * A detail that could not be fetched or stored: back off this ticket (1 min, doubling, at most 6 h). The count stops at
+ * a million (a row set by hand to 2^31 − 1 would overflow it, and fail every pass).
+ */
 export async function recordDetailFailure(tx: Tx, id: string, at: string): Promise<void> {
   await tx.execute(sql`
-    update tickets set detail_failures = detail_failures + 1,
+    update tickets set detail_failures = least(detail_failures, 999999) + 1,
       detail_retry_after = ${at}::timestamptz + least(interval '6 hours', interval '1 minute' * power(2, least(detail_failures, 12)))
     where id = ${id}`);
 }

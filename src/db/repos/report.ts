@@ -165,7 +165,9 @@ export function byWidget(tx: Tx, p: PeriodBounds, limit: number): Promise<Widget
 }
 
 export interface AssigneeRow {
-  assignee_name: string;
+  /** Null when the service's assigned_to has no name (`{"id": "a1"}`, `{"name": null}`, a bare string). */
+  assignee_name: string | null;
+  assignee_id: string | null;
   open_tickets: number;
   unread_tickets: number;
   /** The oldest open ticket's age now, seconds. */
@@ -178,7 +180,7 @@ export interface AssigneeRow {
 export function openByAssignee(tx: Tx, limit: number): Promise<AssigneeRow[]> {
   return queryRows(
     tx,
-    sql`select assignee_name, open_tickets::int as open_tickets, unread_tickets::int as unread_tickets,
+    sql`select assignee_name, assignee_id, open_tickets::int as open_tickets, unread_tickets::int as unread_tickets,
           extract(epoch from now() - oldest_created_at)::float8 as oldest_age_s,
           (sum(open_tickets) over ())::int as all_open
         from open_by_assignee order by open_tickets desc, assignee_name limit ${limit}`,

@@ -1,4 +1,5 @@
 import { queryRows, sql, type Tx } from '../connect.ts';
+import { isoMicros } from '../../time.ts';
 
 export interface RunTotals {
   requests: number;
@@ -27,11 +28,15 @@ export interface RunRow {
   error: string | null;
 }
 
-/** The latest pass, or undefined before the first. */
-export async function lastRun(tx: Tx): Promise<RunRow | undefined> {
+/**
+ * The latest pass up to `now`, or undefined before the first. One dated ahead of the clock (a row written by hand) is
+ * not the latest: it would hide every real pass until then.
+ */
+export async function lastRun(tx: Tx, now: number): Promise<RunRow | undefined> {
   const [row] = await queryRows<RunRow>(
     tx,
-    sql`select started_at, finished_at, requests, details_fetched, error from sync_runs order by started_at desc, id desc limit 1`,
+    sql`select started_at, finished_at, requests, details_fetched, error from sync_runs
+        where started_at <= ${isoMicros(now)}::timestamptz order by started_at desc, id desc limit 1`,
   );
   return row;
 }

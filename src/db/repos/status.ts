@@ -37,7 +37,7 @@ export async function ticketCounts(tx: Tx, now: number): Promise<TicketCounts> {
       count(*) filter (where detail_due_since is not null)::int as due,
       min(detail_due_since) as oldest_due,
       min(detail_synced_at) filter (where in_open and deleted_at is null) as oldest_open,
-      (percentile_cont(0.5) within group (order by extract(epoch from (${isoMicros(now)}::timestamptz - detail_synced_at)) / 60)
+      (percentile_cont(0.5) within group (order by greatest(0, extract(epoch from (${isoMicros(now)}::timestamptz - detail_synced_at))) / 60)
         filter (where in_open and deleted_at is null and detail_synced_at is not null)) as median_open_age
       from tickets`,
   );

@@ -267,7 +267,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     ),
     queryRows<{ bucket: string | null; n: number; polls: number; first_ms: string | null }>(
       tx,
-      sql`select floor(extract(epoch from at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::int as n, count(*)::int as polls, null::bigint as first_ms
+      sql`select floor(extract(epoch from at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::float8 as n, count(*)::int as polls, null::bigint as first_ms
         from list_polls
         where list = any(${LIST_ARRAY}::text[])
           and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
