@@ -340,14 +340,19 @@ export const reportSettings = pgTable(
   (t) => [
     check('report_settings_one_row', sql`${t.id}`),
     // What config/reportSettings.ts parses REPORT_BUSINESS_HOURS into, and business_seconds() casts without a check:
-    // one window of another shape (written by hand) failed every view and report that counts business hours.
+    // one window of another shape (written by hand) failed every view and report that counts business hours. An array
+    // of objects (strict: lax jsonpath unwraps a nested array), each isodow a digit 1-7 as written (1.0 is a number,
+    // but not an int to cast), opens and closes HH:MM with opens first.
     check(
       'report_settings_business_windows_check',
-      sql`${t.businessWindows} is null or (jsonb_typeof(${t.businessWindows}) = 'array' and not jsonb_path_exists(${t.businessWindows}, ${sql.raw(
-        `'$[*] ? (!(@.isodow.type() == "number" && @.isodow >= 1 && @.isodow <= 7 && @.isodow.floor() == @.isodow` +
-          ` && @.opens.type() == "string" && @.opens like_regex "^([01][0-9]|2[0-3]):[0-5][0-9]$"` +
-          ` && @.closes.type() == "string" && @.closes like_regex "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$" && @.opens < @.closes))'`,
-      )}))`,
+      sql`${t.businessWindows} is null or (jsonb_typeof(${t.businessWindows}) = 'array'
+        and not jsonb_path_exists(${t.businessWindows}, 'strict $[*] ? (@.type() != "object")')
+        and jsonb_path_query_array(${t.businessWindows}, '$[*].isodow')::text ~ '^\\[([1-7](, [1-7])*)?\\]$'
+        and not jsonb_path_exists(${t.businessWindows}, ${sql.raw(
+          `'$[*] ? (!(@.isodow.type() == "number"` +
+            ` && @.opens.type() == "string" && @.opens like_regex "^([01][0-9]|2[0-3]):[0-5][0-9]$"` +
+            ` && @.closes.type() == "string" && @.closes like_regex "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$" && @.opens < @.closes))'`,
+        )}))`,
     ),
   ],
 );

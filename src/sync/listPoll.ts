@@ -89,7 +89,7 @@ export async function writeListPoll(
   const leaving = (await countMembers(tx, list)) > result.listed ? await leaverIds(tx, list, seen) : [];
   seen.clear();
   result.members += leaving.length;
-  if (withholdsLeaves(result.members, leaving.length, await lastPollWithheld(tx, list))) {
+  if (withholdsLeaves(result.members, leaving.length, await lastPollWithheld(tx, list, at))) {
     result.withheld = leaving.length;
   } else {
     for (let i = 0; i < leaving.length; i += batchSize) {

@@ -56,7 +56,7 @@ describe.each(backends)('a list in batches on $name', ({ open }) => {
     return whole.db.transaction(async (tx) => {
       const initial = !(await everPolled(tx, 'resolved'));
       const mirror = await loadMirrorForList(tx, 'resolved', items);
-      const diff = confirmShrink(diffList('resolved', items, mirror, at(minute), initial), await lastPollWithheld(tx, 'resolved'));
+      const diff = confirmShrink(diffList('resolved', items, mirror, at(minute), initial), await lastPollWithheld(tx, 'resolved', at(minute)));
       await applyListDiff(tx, diff);
       return diff;
     });

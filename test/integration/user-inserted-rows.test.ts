@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { recordDetailFailure } from '../../src/db/repos/details.ts';
+import { lastPollWithheld } from '../../src/db/repos/lists.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import { lastRun } from '../../src/db/repos/runs.ts';
 import { plannerHistory } from '../../src/db/repos/work.ts';
@@ -83,6 +84,9 @@ const OUT_OF_DOMAIN: Array<{ check: string; statement: ReturnType<typeof sql> }>
     '[{"isodow": 1, "opens": "17:00", "closes": "09:00"}]',
     '[{"isodow": 1, "opens": "09:00", "closes": "24:01"}]',
     '[{"isodow": 1, "opens": "09:00"}]',
+    '[[{"isodow": 1, "opens": "09:00", "closes": "17:00"}]]',
+    '[[]]',
+    '[{"isodow": 1.0, "opens": "09:00", "closes": "17:00"}]',
   ].map((windows) => ({ check: 'report_settings_business_windows_check', statement: sql`update report_settings set business_windows = ${windows}::jsonb` })),
 ];
 
@@ -198,6 +202,10 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
       (${new Date(now - 60_000).toISOString()}::timestamptz, ${new Date(now - 59_000).toISOString()}::timestamptz, 4),
       ('3000-01-01T00:00:00Z', '3000-01-01T00:00:01Z', 9)`);
     expect((await lastRun(database.db, now))?.requests).toBe(4);
+    // Nor does a poll dated ahead decide whether the list's shrink is withheld.
+    await database.db.execute(sql`insert into list_polls (list, at, items, changes, withheld) values
+      ('self', ${new Date(now - 1000).toISOString()}::timestamptz, 10, 0, 0), ('self', '3000-01-01T00:00:00Z', 10, 0, 7)`);
+    expect(await lastPollWithheld(database.db, 'self', new Date(now).toISOString())).toBe(0);
     // A payload nested deeper than any answer fails its ticket in a rebuild, not the rebuild.
     await database.db.execute(sql`insert into tickets (id, first_seen_at, last_seen_at, detail_synced_at, raw) values
       ('T2', now(), now(), now(), ${`{"id": "T2", "deep": ${DEEP}}`}::jsonb)`);
@@ -244,7 +252,7 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     }
   });
 
-  it('the budget reads the newest daily limit of the ledger and is exactly what the whole ledger gives', async () => {
+  it('the budget reads the newest daily limit of the ledger: the next slot is the whole ledger\'s', async () => {
     await forge(database, NOW);
     const samples = await loadSamples(database.db, NOW - DAY_MS, LIMITS);
     expect(samples).toHaveLength(LIMITS.daily);
@@ -304,10 +312,15 @@ describe.skipIf(!postgresUrl)("rows a user inserts into an account's api_request
     const database = await freshPostgres();
     try {
       await forge(database, NOW);
+      await database.db.execute(sql`insert into sync_runs (started_at, finished_at, requests) values
+        (${new Date(NOW - 60_000).toISOString()}::timestamptz, ${new Date(NOW - 59_000).toISOString()}::timestamptz, 0),
+        ('3000-01-01T00:00:00Z', '3000-01-01T00:00:01Z', 0)`);
       const [{ schema }] = (await queryRows<{ schema: string }>(database.db, sql`select current_schema() as schema`)) as [{ schema: string }];
       const figures = await mirrorFigures(database.db, [{ schema, minuteLimit: LIMITS.minute, dailyLimit: LIMITS.daily }], NOW);
       const samples = figures.get(schema)!.samples;
       expect(samples).toHaveLength(LIMITS.daily);
+      // A clean pass dated ahead of the clock does not make the account look fresh.
+      expect(figures.get(schema)!.lastCleanPassAt!.slice(0, 4)).toBe('2026');
       // The year 3000 reads as 20 days ahead (int4 milliseconds), the newest still.
       expect(samples.at(-1)!.at).toBe(NOW - DAY_MS + 20 * DAY_MS);
       // The rest are the ledger's newest, as loadSamples reads them, and the budget is the same.

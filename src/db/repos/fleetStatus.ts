@@ -110,6 +110,7 @@ function figuresOf(schema: string, since: string, dailyLimit: number): SQL {
                        order by at desc, id desc limit ${dailyLimit}) newest
                  order by at, id) w) l,
       (select (select finished_at::text from ${s}.sync_runs where error is null and finished_at is not null
+                 and started_at <= ${since}::timestamptz + interval '1 day'
                order by started_at desc, id desc limit 1) as last_clean) r)`;
 }
 

@@ -49,7 +49,8 @@ export async function loadSamples(
 ): Promise<LedgerSample[]> {
   // No 24 h holds more than the daily limit: beyond it the budget is spent either way, and when the next request may
   // go depends on the newest `daily` requests alone (budget.ts), so only those are read — a user's millions of rows
-  // would otherwise fill the daemon's memory. (A row ahead of the clock is restamped to now as a clock set back:
+  // would otherwise fill the daemon's memory. (What other clients of the token use is estimated from the rows read;
+  // with more rows than the limit, from the newest only. The count used is then the limit, not the rows.) (A row ahead of the clock is restamped to now as a clock set back:
   // engine.ts. None lies beyond the year 9999: schema.ts, instantsInSpan.)
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,

@@ -4,6 +4,7 @@ import type { MirrorTicket } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
 import { boolColumn, MIRROR_TICKET_COLUMNS, textColumn } from './rows.ts';
+import { CLOCK_SET_BACK_MS, SECOND_MS } from '../../time.ts';
 
 const FLAG_COLUMN: Record<ListName, string> = {
   open: 'in_open',
@@ -144,11 +145,15 @@ export async function everPolled(tx: Tx, list: ListName): Promise<boolean> {
   return row?.polled === true;
 }
 
-/** How many leaves the last poll of `list` withheld (the differ's `confirmShrink`); 0 when none, or never polled. */
-export async function lastPollWithheld(tx: Tx, list: ListName): Promise<number> {
+/**
+ * How many leaves the last poll of `list` before `at` withheld (the differ's `confirmShrink`); 0 when none, or never
+ * polled. A poll dated more than a minute after `at` is not the last one (a row written by hand: see listStates).
+ */
+export async function lastPollWithheld(tx: Tx, list: ListName, at: string): Promise<number> {
   const [row] = await queryRows<{ withheld: number }>(
     tx,
-    sql`select withheld from list_polls where list = ${list} order by at desc, id desc limit 1`,
+    sql`select withheld from list_polls where list = ${list} and at <= ${at}::timestamptz + interval '${sql.raw(String(CLOCK_SET_BACK_MS / SECOND_MS))} seconds'
+        order by at desc, id desc limit 1`,
   );
   return Number(row?.withheld ?? 0);
 }

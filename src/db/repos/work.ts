@@ -2,7 +2,7 @@ import type { SQL } from 'drizzle-orm';
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
 import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../model/plannerHistory.ts';
 import { learnedMultipliers, neutralMultipliers } from '../../model/revalidation.ts';
-import { DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
+import { CLOCK_SET_BACK_MS, DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /**
@@ -227,15 +227,16 @@ export async function revalidationMultipliers(tx: Tx): Promise<number[]> {
 }
 
 /**
- * Each list's last successful poll up to `now`. A poll dated ahead of the clock is not the last one: a row a user
- * inserted into list_polls with a date to come would otherwise keep its list from being polled until then.
+ * Each list's last successful poll up to `now` (and the minute after it, as a clock set back is told: time.ts). A poll
+ * dated further ahead is not the last one: a row a user inserted into list_polls with a date to come would otherwise
+ * keep its list from being polled until then.
  */
 export async function listStates(tx: Tx, now: number): Promise<Record<ListName, ListState>> {
   // One index probe per list (list_polls is never pruned: nothing here may scan it whole).
   const rows = await queryRows<{ list: ListName; last_ms: string | null }>(
     tx,
     sql`select l.list, (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p
-                        where p.list = l.list and p.at <= ${isoMicros(now)}::timestamptz) as last_ms
+                        where p.list = l.list and p.at <= ${isoMicros(now + CLOCK_SET_BACK_MS)}::timestamptz) as last_ms
         from unnest(${LIST_ARRAY}::text[]) as l(list)`,
   );
   const out = {} as Record<ListName, ListState>;
