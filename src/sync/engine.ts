@@ -19,6 +19,7 @@ import {
   type RevalidationSample,
 } from '../db/repos/work.ts';
 import {
+  AuthError,
   coerceError,
   InvalidResponseError,
   isWriteDataError,
@@ -99,6 +100,8 @@ export class SyncEngine {
   #requestsThisPass = 0;
   /** Consecutive detail fetches that failed with a server or network error. */
   #transientStreak = 0;
+  /** Consecutive detail fetches the API answered 403: one is that ticket's, two the token's. */
+  #forbiddenStreak = 0;
   /**
    * When each list's answer was last found unusable. Such a poll records nothing (list_polls), so the planner would
    * find the list due at every pass and ask for it again, the same answer each time; it is due a sweep after the
@@ -190,6 +193,7 @@ export class SyncEngine {
     this.events.safeEmit('pass:started', { at: startedAt, plan });
     this.#requestsThisPass = 0;
     this.#transientStreak = 0;
+    this.#forbiddenStreak = 0;
     const summary: PassSummary = {
       startedAt,
       finishedAt: startedAt,
@@ -314,8 +318,11 @@ export class SyncEngine {
     try {
       response = await this.client.list(list);
     } catch (error) {
-      if (error instanceof InvalidResponseError) {
-        this.#listFailed(list, error, summary);
+      // An answer that cannot be used, or the API refusing this list alone (a 4xx other than for the token or the rate:
+      // a 404 or 410 for a route gone, a 400), fails this list, not the pass: the other lists and the details go on,
+      // and it is asked for again at its interval. Until it answers, no sweep is whole, so nothing is marked missing.
+      if (error instanceof InvalidResponseError || error instanceof RequestRejectedError || isBodylessNotFound(error)) {
+        this.#listFailed(list, error as Error, summary);
         return null;
       }
       throw error;
@@ -374,6 +381,7 @@ export class SyncEngine {
         return written;
       });
       this.#transientStreak = 0;
+      this.#forbiddenStreak = 0;
       summary.detailsFetched++;
       if (result.changed) summary.ticketsChanged++;
       this.events.safeEmit('detail:fetched', { id, changed: result.changed, kind });
@@ -398,6 +406,17 @@ export class SyncEngine {
       // One ticket whose detail keeps failing must not block the queue behind it: it backs off on its own. Two server
       // errors in a row, though, say the service is in trouble, and end the pass. So does a database that cannot write
       // at all (connection lost, disk full …), unlike one that refused this ticket's data (see isWriteDataError).
+      // A 403 for one ticket's detail, when the token is otherwise accepted, is about that ticket (the service may forbid
+      // some): it backs off alone, or it would hold every pass behind it with the token's own back-off. Two in a row,
+      // on different tickets, are taken as the token's, as before.
+      if (e instanceof AuthError && e.status === 403 && ++this.#forbiddenStreak < 2) {
+        await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
+        const told = safeErrorMessage(e);
+        summary.errors.push(`ticket ${id}: ${told}`);
+        this.#o.logger.warn({ ticket: id, err: told }, 'ticket detail forbidden; this ticket backs off, the others go on');
+        this.events.safeEmit('detail:failed', { id, error: safeError(e) });
+        return;
+      }
       const transient = e instanceof TransientError;
       if (transient && ++this.#transientStreak >= 2) {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
@@ -477,4 +496,9 @@ export class SyncEngine {
     }
     this.events.safeEmit('pass:finished', summary);
   }
+}
+
+/** A 404 without the API's {"error"} body (a gateway's): a TransientError for a detail, a route gone for a list. */
+function isBodylessNotFound(error: unknown): boolean {
+  return error instanceof TransientError && error.status === 404;
 }

@@ -188,6 +188,53 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     expect(polls).toBeLessThanOrEqual(others + 1);
   });
 
+  it.each<[string, ScriptedAnswer]>([
+    ['the API\'s 404', { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":"Not found"}' }],
+    ['a gateway\'s bare 404', { status: 404 }],
+    ['the API\'s 410', { status: 410, headers: { 'content-type': 'application/json' }, body: '{"error":"Gone"}' }],
+  ])('%s to one list, for good, fails that list alone: the others and the details go on, nothing is marked missing', async (_, answer) => {
+    await m.runUntil(synced);
+    m.sim.faults.inject({ kind: 'answer', match: /^\/api\/v1\/tickets\/self$/, answer, times: 100_000 });
+    const start = m.sim.log.length;
+    // New tickets keep coming; their details must too.
+    for (let i = 0; i < 3; i++) m.sim.model.newTicket({ attachments: 0 });
+    const summaries = await m.runFor(60 * MIN);
+    const after = m.sim.log.slice(start);
+    const selfPolls = after.filter((r) => r.path === '/api/v1/tickets/self').length;
+    expect(selfPolls).toBeGreaterThan(0);
+    // Asked for at its interval (with the others), not at every pass: a bare 404 is retried twice within its poll, as a
+    // gateway's hiccup may be (api/client.ts), the API's own 404 and 410 are not.
+    const attempts = answer.body === undefined ? 3 : 1;
+    expect(selfPolls).toBeLessThanOrEqual(attempts * (after.filter((r) => r.path === '/api/v1/tickets/resolved').length + 1));
+    expect(after.filter((r) => r.path.startsWith('/api/v1/ticket/')).length).toBeGreaterThanOrEqual(3);
+    expect(summaries.every((s) => s.stoppedBy === null)).toBe(true);
+    expect(await count(m.db, sql`select count(*)::int as n from tickets where missing_since is not null or deleted_at is not null`)).toBe(0);
+    expect(await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null`)).toBe(0);
+  });
+
+  it('a 403 to one ticket\'s detail backs that ticket off; the others are fetched, the token is not taken as rejected', async () => {
+    await m.runUntil(synced);
+    const victim = m.sim.model.randomTicketId('open')!;
+    m.sim.faults.inject({
+      kind: 'answer',
+      match: new RegExp(`^/api/v1/ticket/${victim}$`),
+      answer: { status: 403, headers: { 'content-type': 'application/json' }, body: '{"error":"This action is unauthorized."}' },
+      times: 100_000,
+    });
+    m.sim.model.resolve(victim);
+    const others = Array.from({ length: 3 }, () => m.sim.model.newTicket({ attachments: 0 }).id);
+    const start = m.sim.log.length;
+    const summaries = await m.runFor(60 * MIN);
+    const after = m.sim.log.slice(start);
+    for (const id of others) expect(after.filter((r) => r.path === `/api/v1/ticket/${id}`).length).toBeGreaterThanOrEqual(1);
+    expect(await count(m.db, sql`select count(*)::int as n from tickets where detail_synced_at is null`)).toBe(0);
+    // Backed off on its own: 1 min, 2, 4, 8, 16, 32 within the hour at most, not at every pass.
+    const forbidden = after.filter((r) => r.path === `/api/v1/ticket/${victim}`).length;
+    expect(forbidden).toBeGreaterThan(0);
+    expect(forbidden).toBeLessThanOrEqual(7);
+    expect(summaries.every((s) => s.stoppedBy === null)).toBe(true);
+  });
+
   it('a request whose answer never comes already has its api_requests row, counted once, also after a restart', async () => {
     const controller = new AbortController();
     const options = {
