@@ -3,7 +3,6 @@ import type { ApiClient } from '../api/client.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { writeDetail } from '../db/repos/details.ts';
-import { recordPostedReply } from '../db/repos/messages.ts';
 import { countDueReplies } from '../db/repos/outboxDue.ts';
 import {
   checkLater,
@@ -38,6 +37,7 @@ import type { Logger } from '../logger.ts';
 import { intOption, msOption } from '../options.ts';
 import { mapDetail, UnstorableError } from '../sync/mapping.ts';
 import { HOUR_MS, isoMicros, timestampOrNull, toEpochMicros } from '../time.ts';
+import { recordPostedCopy, unstorableId } from './postReply.ts';
 import { reconcile } from './reconcile.ts';
 import { checkAgainDelayMs, MAX_ATTEMPTS, MAX_UNKNOWN_MS, recheckDelayMs, replyText, replyTextProblem } from './states.ts';
 
@@ -235,9 +235,14 @@ async function send(o: Deliverer, row: OutboxRow): Promise<Step> {
   await o.hooks?.afterPost?.(row, reply);
   const at = isoMicros(o.clock.now());
   const moved = await o.db.transaction(async (tx) => {
+    const sentAt = timestampOrNull(reply.created_at);
+    // An id longer than the mirror stores (mapping.ts MAX_ID_BYTES; no index holds it) is the service's all the same:
+    // the row is sent without it. Its write failed after the POST and left the row to a check that could not find it.
+    const unstorable = unstorableId(reply.id);
+    if (unstorable) return markSent(tx, row, null, sentAt, `posted; ${unstorable}`);
     const author = await tokenUser(tx);
-    await recordPostedReply(tx, { ticketId: row.ticketId, messageId: reply.id, text, createdAt: reply.created_at, author }, at);
-    return markSent(tx, row, reply.id, timestampOrNull(reply.created_at));
+    await recordPostedCopy(tx, { ticketId: row.ticketId, messageId: reply.id, text, createdAt: reply.created_at, author }, at, o.logger);
+    return markSent(tx, row, reply.id, sentAt);
   });
   if (!moved) {
     // Only a deliverer that stalled past its lease gets here; the one that took the row over decided its fate.

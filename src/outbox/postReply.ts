@@ -1,6 +1,9 @@
 import type { ApiClient } from '../api/client.ts';
 import type { Clock } from '../clock.ts';
-import type { Db } from '../db/connect.ts';
+import type { Db, Tx } from '../db/connect.ts';
+import { isWriteDataError, safeErrorMessage } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { MAX_ID_BYTES } from '../sync/mapping.ts';
 import { recordPostedReply, type PostedReply } from '../db/repos/messages.ts';
 import { tokenUser } from '../db/repos/outbox.ts';
 import { isoMicros } from '../time.ts';
@@ -26,9 +29,52 @@ export async function postReply(deps: PostReplyDeps, ticketId: string, message: 
   const text = replyText(message);
   const reply = (await deps.client.reply(ticketId, text)).body;
   const at = isoMicros(deps.clock.now());
-  return deps.db.transaction(async (tx) => {
-    const posted: PostedReply = { ticketId, messageId: reply.id, text, createdAt: reply.created_at, author: await tokenUser(tx) };
-    await recordPostedReply(tx, posted, at);
-    return posted;
-  });
+  const unstorable = unstorableId(reply.id);
+  if (unstorable) throw new ReplyPostedError(reply.id, ticketId, unstorable);
+  try {
+    return await deps.db.transaction(async (tx) => {
+      const posted: PostedReply = { ticketId, messageId: reply.id, text, createdAt: reply.created_at, author: await tokenUser(tx) };
+      await recordPostedReply(tx, posted, at);
+      return posted;
+    });
+  } catch (error) {
+    // Posted, whatever the mirror's copy: said so, or the person at the terminal would send it again. Told safely: the
+    // database's error quotes the bound values, the reply's text among them.
+    throw new ReplyPostedError(reply.id, ticketId, safeErrorMessage(error));
+  }
+}
+
+/** Why the mirror cannot store a message id the service gave (longer than MAX_ID_BYTES), or null when it can. */
+export function unstorableId(id: string): string | null {
+  const bytes = Buffer.byteLength(id);
+  return bytes > MAX_ID_BYTES ? `the service's message id is ${bytes} bytes, longer than the ${MAX_ID_BYTES} the mirror stores` : null;
+}
+
+/** The service took the reply (it has an id), but the mirror could not record it. */
+export class ReplyPostedError extends Error {
+  override name = 'ReplyPostedError';
+  constructor(
+    readonly messageId: string,
+    ticketId: string,
+    reason: string,
+  ) {
+    super(`the reply to ticket ${ticketId} was posted (message ${messageId}), but the mirror could not record it (${reason}): do not send it again`);
+  }
+}
+
+/**
+ * Records a reply the service took, in the transaction that marks its outbox row sent, under a savepoint: the mirror's
+ * copy of the message is the lesser fact. A write the database refuses for its data (an id longer than an index
+ * holds, a constraint) is told and left to the ticket's next detail; undoing that the row was sent with it had the
+ * row checked later against a detail that could not show the reply, and posted again. Returns whether it was recorded.
+ */
+export async function recordPostedCopy(tx: Tx, posted: PostedReply, at: string, logger: Logger): Promise<boolean> {
+  try {
+    await tx.transaction((savepoint) => recordPostedReply(savepoint, posted, at));
+    return true;
+  } catch (error) {
+    if (!isWriteDataError(error)) throw error;
+    logger.warn({ ticket: posted.ticketId, err: safeErrorMessage(error) }, 'reply posted, but its message could not be recorded: the ticket\'s next detail brings it');
+    return false;
+  }
 }

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/client.ts';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { AuthError, RateLimitedError } from '../../src/errors.ts';
 import { createLogger } from '../../src/logger.ts';
 import { deliverOutbox } from '../../src/outbox/deliver.ts';
+import { postReply, ReplyPostedError } from '../../src/outbox/postReply.ts';
 import type { FaultSpec } from '../../src/simulator/index.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
@@ -101,6 +103,36 @@ describe.each(backends)('what a reply POST answer proves, on $name against the s
     expect(await row(id)).toMatchObject({ state: 'sent', attempts: 1, error: null, message_id: truth[0]!.id });
     // Settled by reading the ticket's detail: a GET after the POST.
     expect(m.sim.log.slice(from).map((r) => r.method)).toContain('GET');
+  });
+
+  it('a 201 whose message id the mirror cannot store (4,000 characters): one POST in four runs, the row sent, saying so', async () => {
+    const ticket = tickets.pop()!;
+    const text = `An id too long for any index (${ticket}).`;
+    // Random, so that PostgreSQL cannot compress it into its index: too long for one.
+    const longId = `r${randomBytes(2_000).toString('hex')}`;
+    m.sim.faults.inject({ ...replaced(201, JSON_TYPE, JSON.stringify({ id: longId, created_at: '2026-01-05T09:30:00.000000Z' })), match: `/ticket/${ticket}/reply` });
+    const from = m.sim.log.length;
+    const id = await enqueue(ticket, text);
+    await fourRuns();
+    // Before, the message's write failed after the POST, undid the row's move to sent, and a later check of the
+    // ticket, whose detail could not show a message with that id, had it posted again.
+    expect(postsSince(from)).toHaveLength(1);
+    expect(await row(id)).toMatchObject({
+      state: 'sent',
+      attempts: 1,
+      message_id: null,
+      error: "posted; the service's message id is 4001 bytes, longer than the 1000 the mirror stores",
+    });
+  });
+
+  it('ticket-mirror reply whose posted message cannot be recorded says it was posted, without the text', async () => {
+    const ticket = tickets.pop()!;
+    const text = `A secret answer (${ticket}).`;
+    m.sim.faults.inject({ ...replaced(201, JSON_TYPE, JSON.stringify({ id: `r${randomBytes(2_000).toString('hex')}`, created_at: '2026-01-05T09:30:00.000000Z' })), match: `/ticket/${ticket}/reply` });
+    const told = await postReply({ db: m.db, client: m.engine.client, clock: m.clock }, ticket, text).catch((error: unknown) => error);
+    expect(told).toBeInstanceOf(ReplyPostedError);
+    expect((told as Error).message).toMatch(/^the reply to ticket .+ was posted \(message r[0-9a-f]{4000}\), but the mirror could not record it \(the service's message id is 4001 bytes, longer than the 1000 the mirror stores\): do not send it again$/);
+    expect((told as Error).message).not.toContain('secret');
   });
 
   it('a POST that times out after the service stored the reply: one POST, the row sent', async () => {

@@ -1,7 +1,7 @@
 import { systemClock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
 import { ReplyNotSentError, ReplyOutcomeUnknownError } from '../../errors.ts';
-import { postReply } from '../../outbox/postReply.ts';
+import { postReply, ReplyPostedError } from '../../outbox/postReply.ts';
 import { replyTextProblem } from '../../outbox/states.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
@@ -33,6 +33,7 @@ export async function replyCommand(
         // Said as it is (no `cause` for the report to explain away as "cannot reach the API"): the reply may be there.
         throw new ExitError(`the reply may have been posted (${error.message}); check ticket ${ticketId} before sending again`, EXIT.failure);
       }
+      if (error instanceof ReplyPostedError) throw new ExitError(error.message, EXIT.failure);
       if (error instanceof ReplyNotSentError) {
         // The report explains the cause (connection refused, host not found) with TICKETS_API_URL.
         throw new ExitError(`the reply was not sent (${error.message}): the API could not be reached`, EXIT.failure, { cause: error });

@@ -234,12 +234,16 @@ export async function releaseAbandonedClaims(
   return rows.map((r) => ({ id: Number(r.id), ticketId: r.ticket_id, dueAt: ts(r.next_attempt_at)! }));
 }
 
-export function markSent(tx: Tx, row: OutboxRow, messageId: string, sentAt: string | null): Promise<OutboxRow | null> {
+/**
+ * The reply went out. `messageId` is the service's id of it; null when the mirror cannot store that id (see
+ * outbox/deliver.ts), `note` then saying why.
+ */
+export function markSent(tx: Tx, row: OutboxRow, messageId: string | null, sentAt: string | null, note: string | null = null): Promise<OutboxRow | null> {
   return moveRow(
     tx,
     row,
     'sent',
-    sql`message_id = ${messageId}, sent_at = ${sentAt}::timestamptz, error = null, next_attempt_at = null, ${UNCLAIMED}`,
+    sql`message_id = ${messageId}, sent_at = ${sentAt}::timestamptz, error = ${note}, next_attempt_at = null, ${UNCLAIMED}`,
   );
 }
 
