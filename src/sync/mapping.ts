@@ -3,7 +3,7 @@ import { storableJson, storableText } from '../text.ts';
 import { canonicalTimestamp, isCanonicalApiTimestamp, toEpochMicros } from '../time.ts';
 import type { AttachmentRow, MappedDetail, MessageRow, TicketRow } from '../model/detail.ts';
 import type { ListItem } from '../model/lists.ts';
-import { stripAttachmentUrls } from './redact.ts';
+import { stripAttachmentUrls, withoutSignedLinks } from './redact.ts';
 
 /**
  * From the API's JSON to the mirror's rows. The spec's shapes are checked field by field, leniently: unknown fields
@@ -164,9 +164,10 @@ export function parseListItem(raw: unknown, index: number, listName: string, pro
   ) {
     return {
       id,
-      name: storableText(name),
-      email: storableText(email),
-      status: storableText(status),
+      // A list has no attachments to name their links by; a signed one is cut out all the same (redact.ts).
+      name: withoutSignedLinks(storableText(name)),
+      email: withoutSignedLinks(storableText(email)),
+      status: withoutSignedLinks(storableText(status)),
       hasUnreadMessages: unread,
       createdAt,
       unstorable: NONE,
@@ -180,7 +181,8 @@ function checkedListItem(raw: JsonObject, id: string, where: string, problems: P
   const item: ListItem = { id, name: null, email: null, status: null, hasUnreadMessages: null, createdAt: null, unstorable };
   for (const field of LIST_FIELDS) {
     try {
-      (item as unknown as Record<string, unknown>)[field.prop] = convert(raw, field, where, problems);
+      const value = convert(raw, field, where, problems);
+      (item as unknown as Record<string, unknown>)[field.prop] = typeof value === 'string' && field.kind === 'text' ? withoutSignedLinks(value) : value;
     } catch (error) {
       if (!(error instanceof UnstorableError)) throw error;
       problems.add(where, error.message.replace(/^[^:]*: /, ''));

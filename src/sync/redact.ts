@@ -30,10 +30,21 @@ export function stripAttachmentUrls(body: JsonObject): JsonObject {
   return strip(body, redactor, false) as JsonObject;
 }
 
+/**
+ * `text` without a link that carries a signature in its query (see SIGNED): for text that comes without the
+ * attachments that would name their URLs and hosts — a list item's name, e-mail or status. A list poll wrote back,
+ * at every poll, the signed link its ticket's detail had removed.
+ */
+export function withoutSignedLinks(text: string): string {
+  return redactText(text, NO_ATTACHMENTS);
+}
+
+const NO_ATTACHMENTS: Redactor = { urls: [], hosts: [] };
+
 interface Redactor {
   /** Attachment URLs as given: cut out wherever they are copied as they are. */
   urls: string[];
-  /** Storage hosts, lower case, with port when the URL named one. */
+  /** Storage hosts, lower case, without a port or a trailing dot (see hostOf). */
   hosts: string[];
 }
 
@@ -97,21 +108,31 @@ function redactText(text: string, r: Redactor): string {
   });
 }
 
-/** Whether decoded text holds a link to `host`: `//host` or `@host` followed by a path, a query or nothing; `host/…` at its start. */
-function namesHost(decoded: string, host: string): boolean {
+/**
+ * Whether decoded text holds a link to `host`: `//host` or `@host` followed by a path, a query or nothing; `host/…` at
+ * its start. The host may be written with a trailing dot (`files.example.`) and any port (`files.example:443`), and
+ * backslashes count as slashes (browsers read `https:\\files.example\\…` as a link): each names the same server.
+ */
+function namesHost(decodedText: string, host: string): boolean {
+  const decoded = decodedText.includes('\\') ? decodedText.replaceAll('\\', '/') : decodedText;
   for (let i = decoded.indexOf(host); i !== -1; i = decoded.indexOf(host, i + 1)) {
     const before = i === 0 ? '' : decoded[i - 1]!;
-    const after = decoded[i + host.length] ?? '';
+    const rest = HOST_END.exec(decoded.slice(i + host.length, i + host.length + 8));
+    if (!rest) continue;
+    const after = rest[1]!;
     if ((before === '/' || before === '@') && (after === '' || '/?#'.includes(after))) return true;
     if (before === '' && after !== '' && '/?#'.includes(after)) return true;
   }
   return false;
 }
 
-/** The host (with port, lower case) of an absolute or scheme-relative URL; null for anything else. */
+// What may follow a host before its path: a trailing dot, a port; then the path's first character, or the end.
+const HOST_END = /^\.?(?::\d{0,5})?([/?#]|$)/;
+
+/** The host (lower case, without its port or a trailing dot) of an absolute or scheme-relative URL; null for anything else. */
 function hostOf(url: string): string | null {
-  const m = /^\s*(?:https?:)?\/\/(?:[^/?#\s@]*@)?([^/?#\s]+)/i.exec(url);
-  return m ? m[1]!.toLowerCase() : null;
+  const m = /^\s*(?:https?:)?[/\\]{2}(?:[^/\\?#\s@]*@)?([^/\\?#\s:]+)/i.exec(url);
+  return m ? m[1]!.toLowerCase().replace(/\.$/, '') : null;
 }
 
 const ENTITIES: Record<string, string> = { amp: '&', colon: ':', sol: '/', quest: '?', equals: '=', period: '.', num: '#', percnt: '%' };

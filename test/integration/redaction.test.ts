@@ -191,4 +191,24 @@ describe.each(backends)('no signed link in any encoding is stored, on $name', ({
     const [raw] = await queryRows<{ attachments: unknown }>(m.db, sql`select raw->'attachments' as attachments from tickets where id = ${ticket.id}`);
     expect(raw!.attachments).toEqual(ticket.attachments.map((a) => ({ id: a.id, name: a.name, mime_type: a.mime_type, size: a.size })));
   });
+
+  it('a signed link in a list item\'s name, e-mail or status is not stored by the list polls', { timeout: 120_000 }, async () => {
+    await m.runFor(10 * 60_000);
+    const signed = 'https://cdn.example/f/report.pdf?X-Amz-Signature=SIGSECRET1&X-Amz-Expires=600';
+    const items = m.sim.model.list('open').map((i, n) =>
+      n === 0 ? { ...i, name: `Ann ${signed}`, email: `ann@example.com ${signed}`, status: `open ${signed}` } : i,
+    );
+    m.sim.faults.inject({
+      kind: 'answer',
+      match: /^\/api\/v1\/tickets(\?|$)/,
+      times: 1000,
+      answer: { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(items) },
+    });
+    await m.runFor(30 * 60_000);
+    expect(m.sim.log.filter((r) => r.path === '/api/v1/tickets').length).toBeGreaterThan(1);
+    const text = await everyText(m.db);
+    expect(text).not.toContain('SIGSECRET1');
+    // Cut out where it was, the rest of the text kept (the status, which no detail fetched since has rewritten).
+    expect(text).toContain('open [attachment link removed]');
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LINK_REMOVED, stripAttachmentUrls } from '../../src/sync/redact.ts';
+import { LINK_REMOVED, stripAttachmentUrls, withoutSignedLinks } from '../../src/sync/redact.ts';
 
 const HOST = 'files.example:8443';
 const URL1 = `https://${HOST}/files/a1/x%20(1).pdf?expires=1767600000&signature=0f1e2d3c`;
@@ -52,6 +52,11 @@ describe('stripAttachmentUrls', () => {
     ['a scheme-relative link', `see //${HOST}/files/a1/x.pdf thanks`],
     ['a signed link on any host', `see https://cdn.example/f/1?X-Amz-Signature=abc&X-Amz-Expires=600 thanks`],
     ['a signed path without host', `see /files/a1/x.pdf?expires=1&signature=0f1e thanks`],
+    // The same server, written otherwise: another port (the default one spelled out), a trailing dot, backslashes.
+    ['the storage host with another port', `see https://files.example:443/files/zz/other.png thanks`],
+    ['the storage host without its port', `see https://files.example/files/zz/other.png thanks`],
+    ['the storage host with a trailing dot', `see https://files.example.:8443/files/zz/other.png thanks`],
+    ['the storage host behind backslashes', `see https:\\\\files.example:8443\\files\\zz\\other.png thanks`],
   ])('cuts out %s, in message text and every other string', (_, text) => {
     const out = stripAttachmentUrls(body(text)) as ReturnType<typeof body>;
     for (const s of [out.messages[0]!.message, out.future_field.note]) {
@@ -81,7 +86,7 @@ describe('stripAttachmentUrls', () => {
   });
 
   it('keeps text without links exactly, and links elsewhere that carry no signature', () => {
-    const text = 'Hello — 50% off & more; see https://docs.example/a?b=c&d=e or http://127.0.0.1:9/x, path a/b, C:\\dir';
+    const text = 'Hello — 50% off & more; see https://docs.example/a?b=c&d=e or http://127.0.0.1:9/x, path a/b, C:\\dir, https://files.example.com/x';
     const out = stripAttachmentUrls(body(text)) as ReturnType<typeof body>;
     expect(out.messages[0]!.message).toBe(text);
   });
@@ -93,5 +98,12 @@ describe('stripAttachmentUrls and odd keys', () => {
     const out = stripAttachmentUrls(parsed);
     expect(Object.keys(out)).toEqual(['id', '__proto__', 'attachments']);
     expect(JSON.stringify(out)).toBe('{"id":"t1","__proto__":{"x":1},"attachments":[]}');
+  });
+});
+
+describe('withoutSignedLinks (a list item\'s text)', () => {
+  it('cuts out a signed link, and keeps the rest as it is', () => {
+    expect(withoutSignedLinks('Ann see https://cdn.example/f/report.pdf?X-Amz-Signature=SIGSECRET1&X-Amz-Expires=600 ok')).toBe(`Ann see ${LINK_REMOVED} ok`);
+    expect(withoutSignedLinks('Ann <ann@example.com> https://docs.example/a?b=c')).toBe('Ann <ann@example.com> https://docs.example/a?b=c');
   });
 });
