@@ -30,24 +30,30 @@ export function invalidFrontendMessage(message: Uint8Array): string | null {
 }
 
 /**
- * Whether a Query or Parse message asks for COPY … FROM STDIN, which the embedded database cannot serve: PGlite answers
- * CopyInResponse, then reads the copy data from the same message at once, finds none, and ends its backend ("unexpected
- * EOF on client connection … protocol synchronization was lost"), in a loop that never returns to the process.
+ * Which COPY a Query or Parse message asks for that the embedded database cannot serve, or null:
+ * - `stdin`, COPY … FROM STDIN: PGlite answers CopyInResponse, then reads the copy data from the same message at once,
+ *   finds none, and ends its backend ("unexpected EOF on client connection … protocol synchronization was lost"), in a
+ *   loop that never returns to the process;
+ * - `program`, COPY … TO PROGRAM or FROM PROGRAM: there is no program to run in WebAssembly, and PGlite never answers;
+ *   its backend was left spinning, or failing every later query with "ERRORDATA_STACK_SIZE exceeded", until a restart.
  * Literals, quoted names and comments are blanked first, so a reply text that speaks of copying from stdin is no COPY.
  */
-export function asksCopyFromStdin(message: Uint8Array): boolean {
+export function unservableCopy(message: Uint8Array): 'stdin' | 'program' | null {
   const type = frontendMessageType(message);
-  if (type !== 'Q' && type !== 'P') return false;
+  if (type !== 'Q' && type !== 'P') return null;
   const buffer = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
   let start = 5;
   // Parse: the statement's name comes first.
   if (type === 'P') start = buffer.indexOf(0, start) + 1;
-  if (start <= 0) return false;
+  if (start <= 0) return null;
   const end = buffer.indexOf(0, start);
   const text = buffer.subarray(start, end < 0 ? buffer.length : end).toString('utf8');
-  return blankLiterals(text)
+  const copies = blankLiterals(text)
     .split(';')
-    .some((statement) => /^\s*copy\b[\s\S]*\bfrom\s+stdin\b/i.test(statement));
+    .filter((statement) => /^\s*copy\b/i.test(statement));
+  if (copies.some((statement) => /\bfrom\s+stdin\b/i.test(statement))) return 'stdin';
+  if (copies.some((statement) => /\b(?:to|from)\s+program\b/i.test(statement))) return 'program';
+  return null;
 }
 
 /** SQL with its string literals, quoted identifiers and comments replaced by spaces (PostgreSQL's lexical rules). */

@@ -4,7 +4,7 @@ import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-
 import { drizzle } from 'drizzle-orm/pglite';
 import type { Logger } from '../logger.ts';
 import { quoteIdent, type Database, type Db } from './connect.ts';
-import { asksCopyFromStdin, copyFailMessage, errorResponse, frontendMessageType, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE } from './pgWire.ts';
+import { copyFailMessage, errorResponse, frontendMessageType, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE, unservableCopy } from './pgWire.ts';
 import * as schema from './schema.ts';
 import { scramVerifier } from './scram.ts';
 import { SessionScheduler, type SessionUser } from './sessionScheduler.ts';
@@ -106,6 +106,8 @@ const DAEMON = 'daemon' satisfies SessionUser;
 const MAX_BYTES_BEFORE_AUTH = 128 * 1024;
 
 /** Said to a client that asks for COPY … FROM STDIN (psql's \copy … from). */
+export const COPY_PROGRAM_REFUSED = 'COPY TO PROGRAM and COPY FROM PROGRAM are not supported by the embedded database: there is no program to run';
+
 export const COPY_FROM_STDIN_REFUSED =
   "COPY FROM STDIN (psql's \\copy ... from) is not supported by the embedded database's SQL socket: insert the rows with INSERT, or run on PostgreSQL (DATABASE_URL)";
 
@@ -201,10 +203,12 @@ export async function serveEmbeddedDatabase(
       if (!connection) return Promise.reject(new Error('connection closed'));
       if (!connection.auth.authenticated) return authenticate(handlerId, connection, message, onData);
       const invalid = invalidFrontendMessage(message);
-      if (invalid === null && asksCopyFromStdin(message)) {
-        // Never for PGlite, which would end its backend over it and stop the daemon (see asksCopyFromStdin).
-        logger?.warn({ connection: handlerId }, 'SQL socket: a client asked for COPY FROM STDIN, which the embedded database cannot serve; disconnecting it');
-        terminate(handlerId, '0A000', COPY_FROM_STDIN_REFUSED);
+      const copy = invalid === null ? unservableCopy(message) : null;
+      if (copy !== null) {
+        // Never for PGlite, which would end its backend over it, or never answer, and stop the daemon (see unservableCopy).
+        const what = copy === 'stdin' ? 'COPY FROM STDIN' : 'COPY TO/FROM PROGRAM';
+        logger?.warn({ connection: handlerId }, `SQL socket: a client asked for ${what}, which the embedded database cannot serve; disconnecting it`);
+        terminate(handlerId, '0A000', copy === 'stdin' ? COPY_FROM_STDIN_REFUSED : COPY_PROGRAM_REFUSED);
         return Promise.resolve(0);
       }
       if (invalid === null) return execute(handlerId, message, onData);

@@ -229,6 +229,23 @@ describe('SQL socket of the embedded database', () => {
     }
   });
 
+  it.each(["copy (select 1) to program 'id'", "create temp table t (a text); copy t from program 'echo hi'"])(
+    'refuses %j by name, closing that connection: PGlite never answered it, and every later query failed',
+    async (statement) => {
+      const c = await client(server.port);
+      const refused = await c.query(statement).then(
+        () => 'accepted',
+        (error: Error) => error.message,
+      );
+      await c.end().catch(() => undefined);
+      expect(refused).toContain('PROGRAM are not supported');
+      // The daemon's session goes on, and the next client is served.
+      expect(server.stats()).toMatchObject({ holder: null, waiting: 0 });
+      expect(await queryRows(server.db, sql`select 1 as one`)).toEqual([{ one: 1 }]);
+      expect(await psql(server.port, `select 'still here'`)).toBe('still here');
+    },
+  );
+
   it("rolls back what a client left open when it disconnects", async () => {
     const c = await client(server.port);
     await c.query('begin');

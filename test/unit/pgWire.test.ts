@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { asksCopyFromStdin, blankLiterals, copyFailMessage, errorResponse, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE } from '../../src/db/pgWire.ts';
+import { blankLiterals, copyFailMessage, errorResponse, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, unservableCopy } from '../../src/db/pgWire.ts';
 
 describe('ReadyForQueryTracker', () => {
   it('finds the status of the last ReadyForQuery across arbitrary chunk boundaries', () => {
@@ -39,7 +39,7 @@ describe('invalidFrontendMessage', () => {
   });
 });
 
-describe('asksCopyFromStdin', () => {
+describe('unservableCopy', () => {
   const frame = (type: string, ...parts: string[]) => {
     const body = Buffer.concat(parts.map((p) => Buffer.from(`${p}\0`, 'utf8')));
     const length = Buffer.alloc(4);
@@ -50,6 +50,10 @@ describe('asksCopyFromStdin', () => {
     ['copy reply_outbox (ticket_id, message) from stdin', true],
     ['COPY reply_outbox FROM STDIN WITH (FORMAT csv)', true],
     ['  /* a /* nested */ comment */ copy x from\n  stdin', true],
+    ["copy (select 1) to program 'id'", 'program'],
+    ["COPY t FROM PROGRAM 'echo hi'", 'program'],
+    ["select 1; copy t to\n program 'x'", 'program'],
+    ["select 'copy t to program x'", false],
     ['select 1; copy x from stdin', true],
     ['copy x to stdout', false],
     ["copy (select 'from stdin') to stdout", false],
@@ -62,14 +66,14 @@ describe('asksCopyFromStdin', () => {
     ['-- copy x from stdin\nselect 1', false],
     ['select 1 -- ; copy x from stdin', false],
   ])('a Query of %j: %s', (text, expected) => {
-    expect(asksCopyFromStdin(frame('Q', text))).toBe(expected);
+    expect(unservableCopy(frame('Q', text))).toBe(expected === true ? 'stdin' : expected === false ? null : expected);
   });
 
   it('reads the statement of a Parse message, after its name', () => {
-    expect(asksCopyFromStdin(frame('P', 'stmt1', 'copy x from stdin'))).toBe(true);
-    expect(asksCopyFromStdin(frame('P', '', 'copy x from stdin'))).toBe(true);
-    expect(asksCopyFromStdin(frame('P', 'copy x from stdin', 'select 1'))).toBe(false);
-    expect(asksCopyFromStdin(frame('B', '', 'copy x from stdin'))).toBe(false);
+    expect(unservableCopy(frame('P', 'stmt1', 'copy x from stdin'))).toBe('stdin');
+    expect(unservableCopy(frame('P', '', "copy x to program 'id'"))).toBe('program');
+    expect(unservableCopy(frame('P', 'copy x from stdin', 'select 1'))).toBe(null);
+    expect(unservableCopy(frame('B', '', 'copy x from stdin'))).toBe(null);
   });
 
   it('blanks literals, quoted names and comments, keeping every other character in place', () => {
