@@ -106,6 +106,19 @@ describe.skipIf(!postgresUrl)('accounts on the command line', { timeout: 600_000
     // With another key, the tokens it does not open are marked.
     const other = await cli(['accounts', 'list'], '', { FLEET_KEY: randomBytes(32).toString('hex') });
     expect(other.stdout).toContain(`${key.id} (not FLEET_KEY)`);
+
+    // Text written into the row by hand reaches the terminal as fleet status shows it: no escape, no token.
+    await fleet.db.execute(sql`update accounts set
+      last_error = ${'boom \x1b[2J\x1b]0;pwned\x07 Authorization: Bearer sk_live_SECRET123 \u009b31m'},
+      api_url = ${'http://h/\x1b]8;;http://evil/\x07click\x1b]8;;\x07'}
+      where name = ${name('file')}`);
+    for (const args of [['accounts', 'list'], ['accounts', 'list', '--json']]) {
+      const shown = await cli(args);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]|\\u001b|\\u009b/);
+      expect(shown.stdout).not.toContain('sk_live_SECRET123');
+      expect(shown.stdout).toContain('Bearer [redacted]');
+    }
   });
 
   it('never takes the token from an argument, and never echoes one given there', async () => {

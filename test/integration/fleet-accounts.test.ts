@@ -112,6 +112,11 @@ describe.skipIf(!postgresUrl)('the fleet control schema on PostgreSQL', () => {
       { reserve: '1' },
       { reserve: '-0.1' },
       { state: `'sleeping'` },
+      // An instant the fleet cannot read (accounts list and fleet status stopped at it, for every account).
+      { paused_at: `'infinity'` },
+      { next_pass_at: `'-infinity'` },
+      { last_pass_at: `'10000-01-01T00:00:00Z'` },
+      { not_before: `'0044-03-15 00:00:00+00 BC'` },
     ];
     for (const bad of bads) {
       expect({ bad, state: await sqlState(row(bad)) }).toEqual({ bad, state: '23514' });

@@ -17,6 +17,7 @@ import {
   type Account,
 } from '../../db/repos/accounts.ts';
 import { ConfigError } from '../../errors.ts';
+import { safeText, withoutControlCharacters } from '../../logger.ts';
 import { keyIdOf, openToken, SealError, sealedKeyId, sealToken, type FleetKey } from '../../fleet/tokenSeal.ts';
 import type { CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
@@ -116,7 +117,16 @@ export async function accountsAdd(ctx: CommandContext, name: string, options: Ad
 export function accountView(a: Account, key: Pick<FleetKey, 'id'> | undefined) {
   const { tokenSealed, apiUrl, ...rest } = a;
   const keyId = sealedKeyId(tokenSealed);
-  return { ...rest, apiUrl: maskSecrets(apiUrl), keyId, keyIsFleetKey: key ? keyId === key.id : null };
+  // The row's text is anyone's with SQL on the fleet schema: shown as fleet status shows it, no control character (a
+  // terminal's escapes, an OSC 8 link) and no secret (a bearer token in last_error).
+  return {
+    ...rest,
+    apiUrl: withoutControlCharacters(maskSecrets(apiUrl)),
+    lastError: rest.lastError === null ? null : safeText(rest.lastError),
+    worker: rest.worker === null ? null : safeText(rest.worker),
+    keyId,
+    keyIsFleetKey: key ? keyId === key.id : null,
+  };
 }
 
 export async function accountsList(ctx: CommandContext, options: { json?: boolean }): Promise<void> {
