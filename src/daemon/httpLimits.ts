@@ -23,6 +23,11 @@ export interface HttpLimits {
   idleTimeoutMs: number;
   /** How often open connections are checked against the two timeouts above, ms. */
   checkEveryMs: number;
+  /**
+   * Requests one connection may send before Node answers the rest 503 and closes it (`server.maxRequestsPerSocket`): a
+   * client that pipelines a thousand requests in one packet has them all handled at once otherwise.
+   */
+  maxRequestsPerSocket: number;
 }
 
 export const HTTP_LIMITS: HttpLimits = {
@@ -31,6 +36,7 @@ export const HTTP_LIMITS: HttpLimits = {
   requestTimeoutMs: 15_000,
   idleTimeoutMs: 60_000,
   checkEveryMs: 1_000,
+  maxRequestsPerSocket: 100,
 };
 
 /**
@@ -48,6 +54,7 @@ export function createLimitedServer(handler: RequestListener, logger: Logger, li
     handler,
   );
   server.maxConnections = l.maxConnections;
+  server.maxRequestsPerSocket = l.maxRequestsPerSocket;
   server.setTimeout(l.idleTimeoutMs, (socket) => socket.destroy());
   let dropped = 0;
   server.on('drop', () => {

@@ -89,6 +89,23 @@ describe('the status server under hostile input', () => {
     expect([healthz.status, await healthz.text()]).toEqual([200, 'ok\n']);
   });
 
+  it('a thousand requests pipelined on one connection: a few read the database, the rest are told to come back', async () => {
+    const n = 1_000;
+    const pipelined = `${'GET /report HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(n - 1)}GET /report HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`;
+    const answer = exchange(port, pipelined);
+    // Meanwhile the probes answer: they wait for no report.
+    const healthz = await fetch(`${service.http!.url}/healthz`);
+    expect(healthz.status).toBe(200);
+    const statuses = [...(await answer).matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+    const ok = statuses.filter((s) => s === 200).length;
+    // At most the server's maxRequestsPerSocket (100) are answered by a route; of those, those beyond the 2 read at once
+    // and the 8 waiting get 503 "busy" at once; Node answers those beyond the 100 with 503 itself.
+    expect(ok).toBeGreaterThan(0);
+    expect(ok).toBeLessThanOrEqual(10);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(50);
+    expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+  });
+
   it('serves the absolute form of a good target', async () => {
     const answer = await exchange(port, `GET http://127.0.0.1:${port}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     expect(statusLine(answer)).toBe('HTTP/1.1 200 OK');
