@@ -246,8 +246,12 @@ export async function serveEmbeddedDatabase(
     const connection = connections.get(handlerId);
     if (!connection) return;
     // The FATAL goes out before the FIN; not waiting for the write callback, which a client that stopped reading
-    // would never let fire.
-    connection.socket.write(errorResponse('FATAL', code, message));
+    // would never let fire. Nothing more is read from it, and it is closed now: the handler detaches only once the
+    // session is free, which another client may hold for a minute, and meanwhile buffered whatever this one sent.
+    const { socket } = connection;
+    socket.pause();
+    socket.end(errorResponse('FATAL', code, message));
+    setTimeout(() => socket.destroy(), 1_000).unref();
     void connection.handler.detach(true);
   }
 

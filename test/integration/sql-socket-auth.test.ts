@@ -167,6 +167,29 @@ describe('the SQL socket asks for the password', () => {
     }
   });
 
+  it('closes such a connection at once while another client holds the session, taking no more of its bytes', async () => {
+    const patient = await serveEmbeddedDatabase(database, { port: 0, password, authTimeoutMs: 3_600_000 });
+    const holder = await connectPg(patient.port, password);
+    try {
+      // The session is this client's until it commits: the flood's handler cannot detach before then.
+      await holder.query('begin');
+      await holder.query('select 1');
+      const socket = connect(patient.port, '127.0.0.1');
+      const output = untilClosed(socket);
+      await once(socket, 'connect');
+      socket.write(Buffer.concat([startupMessage(), Buffer.from('p'), int32(1_000_000_000)]));
+      for (let i = 0; i < 16 && !socket.destroyed; i++) socket.write(Buffer.alloc(16 * 1024, 0x61));
+      // Closed while the holder still holds (before, it waited for the session and took every byte meanwhile).
+      expect([null, '08P01']).toContain(sqlState(await output));
+      expect((await holder.query('select 2 as n')).rows).toEqual([{ n: 2 }]);
+      await holder.query('commit');
+      await until(() => patient.stats().connections === 1);
+    } finally {
+      await holder.end();
+      await patient.close();
+    }
+  });
+
   it('closes a connection that does not authenticate within authTimeoutMs', async () => {
     const impatient = await serveEmbeddedDatabase(database, { port: 0, password, authTimeoutMs: 100 });
     try {
