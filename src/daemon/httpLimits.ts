@@ -1,4 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
+import PQueue from 'p-queue';
 import type { Logger } from '../logger.ts';
 
 /**
@@ -67,3 +68,21 @@ export function createLimitedServer(handler: RequestListener, logger: Logger, li
   });
   return server;
 }
+
+/**
+ * The routes that read the database, answered `atOnce` at a time with `waiting` more queued: a thousand requests
+ * pipelined in one packet (a connection may send `maxRequestsPerSocket`, 128 connections may be open) held the probes,
+ * the sync and the signals for minutes, the embedded database running in this thread. `run` gives null when the queue
+ * is full: the caller answers BUSY. The probes (/healthz, /readyz) stay outside, so a supervisor still hears.
+ */
+export function databaseReads(atOnce = 2, waiting = 8): { run<T>(task: () => Promise<T>): Promise<T> | null } {
+  const queue = new PQueue({ concurrency: atOnce });
+  return {
+    run<T>(task: () => Promise<T>): Promise<T> | null {
+      return queue.pending + queue.size >= atOnce + waiting ? null : queue.add(task);
+    },
+  };
+}
+
+/** The answer to a request beyond databaseReads' queue. */
+export const BUSY = { status: 503, type: 'text/plain; charset=utf-8', body: 'busy: too many requests at once; try again shortly\n', headers: { 'retry-after': '1' } } as const;

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import PQueue from 'p-queue';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
@@ -11,7 +10,7 @@ import { localDate, PeriodError, periodFromQuery } from '../report/period.ts';
 import { loadReportData, ReportSettingsError, reportTimeZone } from '../report/reportData.ts';
 import { renderReportPage } from '../report/reportPage.ts';
 import { mirrorStatus } from '../sync/status.ts';
-import { createLimitedServer, type HttpLimits } from './httpLimits.ts';
+import { BUSY, createLimitedServer, databaseReads, type HttpLimits } from './httpLimits.ts';
 import type { DaemonMetrics } from './metrics.ts';
 import { readiness } from './readiness.ts';
 import type { Replica } from './replica.ts';
@@ -62,9 +61,6 @@ interface Answer {
 }
 
 const TEXT = 'text/plain; charset=utf-8';
-/** Requests that read the database answered at once, and waiting beyond those; more are answered 503 (see answerFor). */
-const READING_AT_ONCE = 2;
-const READING_WAITING = 8;
 // The page inlines its CSS and SVG and runs no script; nothing else may load.
 const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 // The same for the report, whose form (GET, to itself) chooses the period.
@@ -86,7 +82,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     }
   };
 
-  const reading = new PQueue({ concurrency: READING_AT_ONCE });
+  const reads = databaseReads();
   const routes: Record<string, (query: URLSearchParams) => Promise<Answer>> = {
     '/healthz': async () => ({ status: 200, type: TEXT, body: 'ok\n' }),
     '/readyz': async () => {
@@ -137,15 +133,12 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
     if (!route) return { status: 404, type: TEXT, body: 'not found: try /status, /report, /metrics, /healthz or /readyz\n' };
     if (req.method !== 'GET' && req.method !== 'HEAD') return { status: 405, type: TEXT, body: 'only GET\n', headers: { allow: 'GET, HEAD' } };
-    // Every route but the probes reads the database, the report most of all, and the embedded one runs in this thread:
-    // a few at once, a few more waiting, the rest told to come back (pipelined by the thousand, /report held the
-    // probes, the sync and the signals for minutes). The probes stay outside, so a supervisor still hears of the daemon.
+    // Every route but the probes reads the database, the report most of all (see databaseReads).
     const probe = path === '/healthz' || path === '/readyz';
-    if (!probe && reading.pending + reading.size >= READING_AT_ONCE + READING_WAITING) {
-      return { status: 503, type: TEXT, body: 'busy: too many requests at once; try again shortly\n', headers: { 'retry-after': '1' } };
-    }
+    const answer = probe ? route(requestQuery(req.url)) : reads.run(() => route(requestQuery(req.url)));
+    if (answer === null) return { ...BUSY, headers: { ...BUSY.headers } };
     try {
-      return await (probe ? route(requestQuery(req.url)) : reading.add(() => route(requestQuery(req.url))));
+      return await answer;
     } catch (error) {
       o.logger.warn({ path, err: safeErrorMessage(error) }, 'status server: could not answer');
       return { status: 503, type: TEXT, body: `unavailable: ${safeErrorMessage(error)}\n` };

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../db/connect.ts';
 import { ping } from '../db/repos/status.ts';
-import { createLimitedServer, type HttpLimits } from '../daemon/httpLimits.ts';
+import { BUSY, createLimitedServer, databaseReads, type HttpLimits } from '../daemon/httpLimits.ts';
 import { requestPath, requestQuery } from '../daemon/statusServer.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -73,6 +73,7 @@ export async function startFleetHttpServer(o: FleetHttpServerOptions): Promise<F
     '/readyz': readyz,
     ...o.routes,
   };
+  const reads = databaseReads();
   const server = createLimitedServer((req, res) => {
     void (async () => {
       let answer: Answer;
@@ -85,7 +86,8 @@ export async function startFleetHttpServer(o: FleetHttpServerOptions): Promise<F
         if (!url) answer = { status: 400, type: TEXT, body: 'bad request target\n' };
         else if (req.method !== 'GET' && req.method !== 'HEAD') answer = { status: 405, type: TEXT, body: 'only GET and HEAD\n', headers: { allow: 'GET, HEAD' } };
         else if (!route) answer = { status: 404, type: TEXT, body: 'not found\n' };
-        else answer = await route(req, url);
+        else if (url.pathname === '/healthz' || url.pathname === '/readyz') answer = await route(req, url);
+        else answer = (await reads.run(() => route(req, url))) ?? { ...BUSY, headers: { ...BUSY.headers } };
       } catch (error) {
         o.logger.warn({ err: safeErrorMessage(error) }, 'HTTP request failed');
         answer = { status: 500, type: TEXT, body: 'internal error\n' };

@@ -55,6 +55,27 @@ describe("fleet run's HTTP server and hostile request targets", () => {
     expect(await rawGet(server.port, '/healthz')).toBe(200);
   });
 
+  it('requests pipelined by the hundred: a few reach the routes, the rest are answered 503 busy', async () => {
+    const before = seen.length;
+    const n = 300;
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(server.port, '127.0.0.1', () =>
+        socket.write(`${'GET /echo?p=1 HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(n - 1)}GET /echo?p=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+      );
+      let out = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (out += chunk));
+      socket.on('close', () => resolve(out));
+      socket.on('error', reject);
+    });
+    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+    expect(statuses.filter((s) => s === 200).length).toBe(seen.length - before);
+    expect(seen.length - before).toBeLessThanOrEqual(10);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(50);
+    expect(await rawGet(server.port, '/healthz')).toBe(200);
+    seen.splice(before);
+  });
+
   it('a route gets the path and the query of an absolute-form or origin-form target', async () => {
     expect(await rawGet(server.port, '/echo?a=1&b=%zz')).toBe(200);
     expect(await rawGet(server.port, 'http://x/echo?c=2')).toBe(200);
