@@ -14,7 +14,10 @@ import { replyText } from './states.ts';
  *
  * "Absent" is only said when no such recent message exists at all; a recent message by the user with another text
  * (the service may alter or cut the text, or someone else posted as the same user) is "ambiguous": the row then ends
- * `failed` rather than risk posting the reply twice.
+ * `failed` rather than risk posting the reply twice. So is a message with this very text that the rules above do not
+ * take for it, created up to a day before the POST: one without a user (the service need not name it), by another
+ * user, or earlier than the margin allows (the service's clock behind ours by more than a minute). Each was said
+ * "absent", and the reply posted again, though the customer may already have had it.
  */
 
 export type Reconciliation =
@@ -37,6 +40,9 @@ export interface ReconcileInput {
   marginMs?: number;
 }
 
+/** How far before the POST a message with the reply's very text still counts as maybe this reply (see above). */
+const ECHO_WINDOW_MS = 24 * 60 * 60 * 1000;
+
 export function reconcile(input: ReconcileInput): Reconciliation {
   const since = toEpochMicros(input.sendingSince);
   if (since === null) throw new TypeError(`sendingSince is not a timestamp: ${input.sendingSince}`);
@@ -47,6 +53,19 @@ export function reconcile(input: ReconcileInput): Reconciliation {
     .sort(byCreatedAt);
   const same = recent.find((m) => m.message !== null && replyText(m.message) === text);
   if (same) return { outcome: 'posted', message: same };
+  const echoSince = since - BigInt(ECHO_WINDOW_MS) * 1000n;
+  const echo = input.messages.find(
+    (m) => !input.claimed.has(m.id) && m.message !== null && replyText(m.message) === text && !createdBefore(m, echoSince),
+  );
+  if (echo) {
+    return {
+      outcome: 'ambiguous',
+      reason:
+        `the POST's outcome is unknown, and message ${echo.id} at ${echo.createdAt ?? 'an unknown time'} has this very text ` +
+        `(${echo.author === null || echo.author === undefined ? 'without a user' : "by a user other than the token's, or earlier than a minute before the POST"}): ` +
+        'it may be this reply. Not sent again, to rule out a duplicate; check the ticket, and set state back to pending to send it anyway',
+    };
+  }
   const other = recent[0];
   if (!other) return { outcome: 'absent' };
   const who = input.self === null ? 'an agent' : "the token's user";

@@ -41,11 +41,16 @@ describe('reconcile', () => {
     expect(verdict).toEqual({ outcome: 'posted', message: found });
   });
 
-  it('tolerates a minute of clock skew, not more', () => {
+  it('tolerates a minute of clock skew; the same text earlier that day is ambiguous, a day before it absent', () => {
     const skewed = message('m2', 'Thanks, fixed now.', '2026-01-05T08:59:30.000000Z');
     expect(reconcile(input([skewed])).outcome).toBe('posted');
+    // The service's clock two minutes behind ours: it may be this reply. Before, "absent", and posted twice.
     const older = message('m3', 'Thanks, fixed now.', '2026-01-05T08:58:00.000000Z');
-    expect(reconcile(input([older])).outcome).toBe('absent');
+    const verdict = reconcile(input([older]));
+    expect(verdict.outcome).toBe('ambiguous');
+    expect(verdict.outcome === 'ambiguous' && verdict.reason).toMatch(/message m3 .* has this very text/);
+    const yesterday = message('m4', 'Thanks, fixed now.', '2026-01-04T08:00:00.000000Z');
+    expect(reconcile(input([yesterday])).outcome).toBe('absent');
   });
 
   it('skips messages claimed by other rows and takes the earliest unclaimed one', () => {
@@ -56,10 +61,15 @@ describe('reconcile', () => {
     expect(reconcile(input([b, a], { claimed: new Set(['a', 'b']) })).outcome).toBe('absent');
   });
 
-  it('ignores inbound messages and, when the token user is known, other agents', () => {
-    const inbound = message('i', 'Thanks, fixed now.', '2026-01-05T09:00:01.000000Z', null);
+  it('ignores inbound messages and, when the token user is known, other agents, unless one has the very text', () => {
+    const inbound = message('i', 'Hello, any news?', '2026-01-05T09:00:01.000000Z', null);
     const other = message('o', 'Something else', '2026-01-05T09:00:02.000000Z', OTHER);
     expect(reconcile(input([inbound, other])).outcome).toBe('absent');
+    // The reply's text without a user (the service need not name it) or by another: it may be this reply.
+    for (const author of [null, OTHER]) {
+      const echo = message('e', 'Thanks, fixed now.', '2026-01-05T09:00:01.000000Z', author);
+      expect(reconcile(input([inbound, echo, other])).outcome).toBe('ambiguous');
+    }
   });
 
   it('calls a recent reply by the user with another text ambiguous, never absent', () => {
