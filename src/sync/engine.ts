@@ -408,21 +408,15 @@ export class SyncEngine {
       // at all (connection lost, disk full …), unlike one that refused this ticket's data (see isWriteDataError).
       // A 403 for one ticket's detail, when the token is otherwise accepted, is about that ticket (the service may forbid
       // some): it backs off alone, or it would hold every pass behind it with the token's own back-off. Two in a row,
-      // on different tickets, are taken as the token's, as before.
-      if (e instanceof AuthError && e.status === 403 && ++this.#forbiddenStreak < 2) {
-        await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
-        const told = safeErrorMessage(e);
-        summary.errors.push(`ticket ${id}: ${told}`);
-        this.#o.logger.warn({ ticket: id, err: told }, 'ticket detail forbidden; this ticket backs off, the others go on');
-        this.events.safeEmit('detail:failed', { id, error: safeError(e) });
-        return;
-      }
+      // on different tickets, are taken as the token's.
+      const forbidden = e instanceof AuthError && e.status === 403 && ++this.#forbiddenStreak < 2;
       const transient = e instanceof TransientError;
       if (transient && ++this.#transientStreak >= 2) {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
         throw e;
       }
       if (
+        forbidden ||
         transient ||
         e instanceof UnstorableError ||
         e instanceof InvalidResponseError ||
@@ -432,7 +426,7 @@ export class SyncEngine {
         await recordDetailFailure(db, id, isoMicros(this.#o.clock.now()));
         const told = safeErrorMessage(e);
         summary.errors.push(`ticket ${id}: ${told}`);
-        this.#o.logger.warn({ ticket: id, err: told }, 'ticket detail not stored; will retry later');
+        this.#o.logger.warn({ ticket: id, err: told }, forbidden ? 'ticket detail forbidden; this ticket backs off, the others go on' : 'ticket detail not stored; will retry later');
         this.events.safeEmit('detail:failed', { id, error: safeError(e) });
         return;
       }

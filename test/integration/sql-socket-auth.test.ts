@@ -101,6 +101,19 @@ async function until(condition: () => boolean): Promise<void> {
   throw new Error('condition never became true');
 }
 
+/**
+ * A password message that announces 1 GB, then 256 kB of it, before any password: resolves with what the server sent
+ * once it closed the connection (it stops listening long before the end).
+ */
+async function floodBeforeAuth(port: number): Promise<Buffer> {
+  const socket = connect(port, '127.0.0.1');
+  const output = untilClosed(socket);
+  await once(socket, 'connect');
+  socket.write(Buffer.concat([startupMessage(), Buffer.from('p'), int32(1_000_000_000)]));
+  for (let i = 0; i < 16 && !socket.destroyed; i++) socket.write(Buffer.alloc(16 * 1024, 0x61));
+  return output;
+}
+
 describe('the SQL socket asks for the password', () => {
   let database: TestDatabase & { dir: string };
   let server: EmbeddedDatabaseServer;
@@ -153,14 +166,8 @@ describe('the SQL socket asks for the password', () => {
     // Patient about time (an hour), so only the size limit can close this connection within the test's time limit.
     const patient = await serveEmbeddedDatabase(database, { port: 0, password, authTimeoutMs: 3_600_000 });
     try {
-      const socket = connect(patient.port, '127.0.0.1');
-      const output = untilClosed(socket);
-      await once(socket, 'connect');
-      // A password message that announces 1 GB, then 256 kB of it: the server stops listening long before the end.
-      socket.write(Buffer.concat([startupMessage(), Buffer.from('p'), int32(1_000_000_000)]));
-      for (let i = 0; i < 16 && !socket.destroyed; i++) socket.write(Buffer.alloc(16 * 1024, 0x61));
       // Closed by the server (its FATAL 08P01 may be overtaken by the reset of the bytes it left unread).
-      expect([null, '08P01']).toContain(sqlState(await output));
+      expect([null, '08P01']).toContain(sqlState(await floodBeforeAuth(patient.port)));
       await until(() => patient.stats().connections === 0);
     } finally {
       await patient.close();
@@ -174,13 +181,8 @@ describe('the SQL socket asks for the password', () => {
       // The session is this client's until it commits: the flood's handler cannot detach before then.
       await holder.query('begin');
       await holder.query('select 1');
-      const socket = connect(patient.port, '127.0.0.1');
-      const output = untilClosed(socket);
-      await once(socket, 'connect');
-      socket.write(Buffer.concat([startupMessage(), Buffer.from('p'), int32(1_000_000_000)]));
-      for (let i = 0; i < 16 && !socket.destroyed; i++) socket.write(Buffer.alloc(16 * 1024, 0x61));
       // Closed while the holder still holds (before, it waited for the session and took every byte meanwhile).
-      expect([null, '08P01']).toContain(sqlState(await output));
+      expect([null, '08P01']).toContain(sqlState(await floodBeforeAuth(patient.port)));
       expect((await holder.query('select 2 as n')).rows).toEqual([{ n: 2 }]);
       await holder.query('commit');
       await until(() => patient.stats().connections === 1);
