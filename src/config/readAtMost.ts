@@ -24,32 +24,57 @@ export function readAtMost(path: string, max: number, waitMs = PIPE_WAIT_MS): Bu
   try {
     // O_NONBLOCK changes nothing for a regular file; for a pipe, a read with no data yet is EAGAIN, and a read with no
     // writer yet is an end of file that may not be the end: its writer may still come.
-    const pipe = fstatSync(fd).isFIFO();
-    const deadline = performance.now() + waitMs;
-    const buffer = Buffer.alloc(max);
-    let length = 0;
-    while (length < max) {
-      let n: number;
+    const stat = fstatSync(fd);
+    const pipe = stat.isFIFO();
+    // A pipe gives its content once: read again in this process (the configuration is loaded more than once by a
+    // command), it is what the first read gave, not a wait for a writer that has come and gone.
+    const key = `${stat.dev}:${stat.ino}`;
+    const earlier = pipe ? pipesRead.get(key) : undefined;
+    if (earlier instanceof Error) throw earlier;
+    if (earlier) return earlier.subarray(0, max);
+    if (pipe) {
       try {
-        n = readSync(fd, buffer, length, max - length, null);
+        const content = Buffer.from(readOpen(fd, true, max, waitMs));
+        pipesRead.set(key, content);
+        return content;
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        n = -1;
+        if (error instanceof PipeTimeoutError) pipesRead.set(key, error);
+        throw error;
       }
-      if (n > 0) length += n;
-      // The end: a regular file's, or a pipe's whose writer has written and closed it.
-      else if (n === 0 && (!pipe || length > 0)) break;
-      // A pipe's time is up, whether nothing came or its writer trickles bytes and never closes it.
-      if (pipe && performance.now() >= deadline) {
-        if (length > 0) break;
-        throw new PipeTimeoutError(waitMs);
-      }
-      if (n <= 0) pause(PIPE_POLL_MS);
     }
-    return buffer.subarray(0, length);
+    return readOpen(fd, false, max, waitMs);
   } finally {
     closeSync(fd);
   }
+}
+
+/** What each pipe read in this process gave (its content, or the wait that found nothing), by device and inode. */
+const pipesRead = new Map<string, Buffer | PipeTimeoutError>();
+
+/** Reads up to `max` bytes of an open file (see readAtMost); a pipe for at most `waitMs`. */
+function readOpen(fd: number, pipe: boolean, max: number, waitMs: number): Buffer {
+  const deadline = performance.now() + waitMs;
+  const buffer = Buffer.alloc(max);
+  let length = 0;
+  while (length < max) {
+    let n: number;
+    try {
+      n = readSync(fd, buffer, length, max - length, null);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      n = -1;
+    }
+    if (n > 0) length += n;
+    // The end: a regular file's, or a pipe's whose writer has written and closed it.
+    else if (n === 0 && (!pipe || length > 0)) break;
+    // A pipe's time is up, whether nothing came or its writer trickles bytes and never closes it.
+    if (pipe && performance.now() >= deadline) {
+      if (length > 0) break;
+      throw new PipeTimeoutError(waitMs);
+    }
+    if (n <= 0) pause(PIPE_POLL_MS);
+  }
+  return buffer.subarray(0, length);
 }
 
 /** What to say of an error from readAtMost, after "cannot be read": the code, and what it means for a pipe. */

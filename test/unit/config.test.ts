@@ -181,14 +181,21 @@ describe('loadConfig', () => {
   // Opened as a plain file, a named pipe no one wrote to held the start for ever, silent (open(2) waits for a writer).
   it('reads a named pipe once its writer has written and closed it, and gives up on one nothing writes to', async () => {
     const cwd = emptyDir();
-    execFileSync('mkfifo', [join(cwd, 'fifo')]);
-    const problems = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'fifo' }, { cwd, pipeWaitMs: 200 }));
-    expect(problems).toEqual(['TICKETS_API_TOKEN_FILE="fifo" cannot be read (ETIMEDOUT: a pipe nothing wrote to within 0.2 s)']);
+    execFileSync('mkfifo', [join(cwd, 'silent')]);
+    const problems = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'silent' }, { cwd, pipeWaitMs: 200 }));
+    expect(problems).toEqual(['TICKETS_API_TOKEN_FILE="silent" cannot be read (ETIMEDOUT: a pipe nothing wrote to within 0.2 s)']);
+    // Asked again in this process (a command loads its configuration more than once), it is not waited for again.
+    const again = problemsOf(() => loadConfig({ TICKETS_API_TOKEN_FILE: 'silent' }, { cwd, pipeWaitMs: 30_000 }));
+    expect(again).toEqual(problems);
     // A secret agent's writer blocks in open(2) until the mirror opens the pipe to read it.
+    execFileSync('mkfifo', [join(cwd, 'fifo')]);
     const writer = spawn('sh', ['-c', 'printf "tok-from-pipe\\n" > fifo'], { cwd });
     const done = new Promise((resolve) => writer.once('exit', resolve));
     expect(loadConfig({ TICKETS_API_TOKEN_FILE: 'fifo' }, { cwd, pipeWaitMs: 30_000 }).apiToken).toBe('tok-from-pipe');
     expect(await done).toBe(0);
+    // Read again, with its writer gone: the same token (a process substitution, <(pass show api), is written once; the
+    // second of a command's reads waited 10 s for it, then failed the command).
+    expect(loadConfig({ TICKETS_API_TOKEN_FILE: 'fifo' }, { cwd, pipeWaitMs: 30_000 }).apiToken).toBe('tok-from-pipe');
   });
 
   // A writer that keeps the pipe open after writing, or never stops writing slowly: the wait bounds it too.
