@@ -98,7 +98,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     exits: [
       [0, 'the report written'],
       [1, `no database yet, or not migrated; ${HELD}`],
-      [2, `a bad date; ${CONFIG}`],
+      [2, `a bad date, or --out naming a folder or a file in a missing one; ${CONFIG}`],
     ],
   },
   'grant-reader': {

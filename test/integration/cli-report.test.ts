@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,6 +85,32 @@ describe('ticket-mirror report', () => {
     expect(r.code).toBe(2);
     expect(r.stderr.startsWith(`ticket-mirror: ${message}`)).toBe(true);
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('--out: a pipe is written into, a link followed, neither replaced; a folder or a missing folder refused, exit 2', async () => {
+    const env = { PGLITE_DIR: pgliteDir, LOG_FORMAT: 'json' };
+    // A FIFO and its reader (as /dev/stdout would be): before, renamed over and replaced by a plain file.
+    const fifo = join(dir, 'pipe.html');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('sh', ['-c', `cat "${fifo}" > "${join(dir, 'from-pipe.html')}"`]);
+    const read = new Promise((resolve) => reader.once('exit', resolve));
+    const piped = await runCli(['report', '--out', fifo, '--from', from, '--to', to], env, dir);
+    expect(piped.code).toBe(0);
+    expect(await read).toBe(0);
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+    checkPage(readFileSync(join(dir, 'from-pipe.html'), 'utf8'), await createdIn());
+    // A symbolic link stays one; its target gets the page.
+    const target = join(dir, 'target.html');
+    const link = join(dir, 'link.html');
+    symlinkSync(target, link);
+    expect((await runCli(['report', '--out', link, '--from', from, '--to', to], env, dir)).code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    checkPage(readFileSync(target, 'utf8'), await createdIn());
+    // Refused before the database is read.
+    const folder = await runCli(['report', '--out', dir], env, dir);
+    expect([folder.code, folder.stderr]).toEqual([2, `ticket-mirror: --out ${dir} is a folder: name a file in it\n`]);
+    const missing = await runCli(['report', '--out', join(dir, 'no', 'x.html')], env, dir);
+    expect([missing.code, missing.stderr]).toEqual([2, `ticket-mirror: --out ${join(dir, 'no', 'x.html')}: there is no folder ${join(dir, 'no')}\n`]);
   });
 
   it('a bad date is refused before the database is opened; a missing database is not created', async () => {

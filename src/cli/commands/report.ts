@@ -1,4 +1,5 @@
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Config } from '../../config/loadConfig.ts';
 import type { Database } from '../../db/connect.ts';
 import { migrationState, notMigrated } from '../../db/migrationState.ts';
@@ -31,6 +32,7 @@ export async function reportCommand({ config, logger }: CommandContext, options:
     const problem = value === undefined || value === '' ? null : dateProblem(value, NAMES[name], localDate(Date.now(), config.report.timeZone));
     if (problem !== null) throw new ExitError(problem, EXIT.usage);
   }
+  const out = options.out === '-' ? null : outTarget(options.out);
   const database = await openForReading(config);
   let html: string;
   let period: ReportPeriod;
@@ -52,16 +54,42 @@ export async function reportCommand({ config, logger }: CommandContext, options:
     process.stdout.write(html);
     return;
   }
-  const partial = `${options.out}.${process.pid}.partial`;
-  try {
-    writeFileSync(partial, html);
-    renameSync(partial, options.out);
-  } catch (error) {
-    rmSync(partial, { force: true });
-    throw error;
+  if (out!.direct) {
+    writeFileSync(out!.path, html);
+  } else {
+    const partial = `${out!.path}.${process.pid}.partial`;
+    try {
+      writeFileSync(partial, html);
+      renameSync(partial, out!.path);
+    } catch (error) {
+      rmSync(partial, { force: true });
+      throw error;
+    }
   }
   logger.info({ out: options.out, from: period.from, to: period.to, timeZone }, 'report written');
   process.stdout.write(`${options.out}: support report ${period.from} – ${period.to}, days in ${timeZone}\n`);
+}
+
+/**
+ * Where `--out` writes, checked before anything is read. A regular file (new, or replaced) appears whole or not at all:
+ * written beside, then renamed over it. Anything else that exists — a device, a pipe (`/dev/stdout`, a FIFO) — is
+ * written into as it is: renamed over, it was replaced by a plain file (run as root, `--out /dev/full` became one).
+ * A symbolic link is followed, not replaced. A folder, or a file in a folder that does not exist, is refused by name.
+ */
+function outTarget(out: string): { path: string; direct: boolean } {
+  let path = out;
+  try {
+    path = realpathSync(out);
+  } catch {
+    // Not there yet: written as named; a link to a file not there yet: that file.
+    if (lstatSync(out, { throwIfNoEntry: false })?.isSymbolicLink()) path = resolve(dirname(out), readlinkSync(out));
+  }
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (stat?.isDirectory()) throw new ExitError(`--out ${out} is a folder: name a file in it`, EXIT.usage);
+  if (stat && !stat.isFile()) return { path, direct: true };
+  const folder = dirname(resolve(path));
+  if (!statSync(folder, { throwIfNoEntry: false })?.isDirectory()) throw new ExitError(`--out ${out}: there is no folder ${folder}`, EXIT.usage);
+  return { path, direct: false };
 }
 
 /** The mirror's database, opened without creating or migrating anything. */
