@@ -88,6 +88,7 @@ const EnvSchema = z.object({
     z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+      .refine(readsAsPostgresUrl, 'is not a URL (check the host, the port and any [ ] or % in it)')
       .optional(),
   ),
   /** @default ./data/pglite */
@@ -393,6 +394,16 @@ function resolveToken(env: Record<string, string | undefined>, cwd: string, prob
     problems.push(`TICKETS_API_TOKEN_FILE=${JSON.stringify(file)} cannot be read (${readProblem(error)})`);
     return undefined;
   }
+}
+
+/**
+ * Whether node-postgres can read `url` (pg-connection-string's own steps: spaces and stray `%` encoded, then the WHATWG
+ * URL, again with a stand-in host for `user@/db?host=/socket`): one it cannot failed later, as "Invalid URL" (exit 1)
+ * or a failed first query, without naming the variable.
+ */
+function readsAsPostgresUrl(url: string): boolean {
+  const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url;
+  return [encoded, encoded.replace('@/', '@___DUMMY___/')].some((candidate) => URL.canParse(candidate, 'postgres://base'));
 }
 
 /** The largest token file read (as `--token-file`'s): more is a file named by mistake, or a device that never ends. */

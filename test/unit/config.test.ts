@@ -99,6 +99,18 @@ describe('loadConfig', () => {
     });
   });
 
+  it('refuses a DATABASE_URL node-postgres cannot read, by name, its password hidden; takes the forms it reads', () => {
+    for (const url of ['postgres://u:hunter2@[zz/x', 'postgres://u@host:99999/db', 'postgresql://u:hunter2@host:port/db']) {
+      const problems = problemsOf(() => loadConfig({ DATABASE_URL: url }, { cwd: emptyDir() }));
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^DATABASE_URL=".*" is not a URL \(check the host, the port and any \[ \] or % in it\)$/);
+      expect(problems[0]).not.toContain('hunter2');
+    }
+    for (const url of ['postgres://u:pw@/db?host=/var/run/postgresql', 'postgres:///db?host=/tmp', 'postgres://u:p w@host/db', 'postgres://[::1]:5432/x']) {
+      expect(loadConfig({ DATABASE_URL: url }, { cwd: emptyDir() }).databaseUrl).toBe(url);
+    }
+  });
+
   it('reports every bad variable at once, by name', () => {
     const problems = problemsOf(() =>
       loadConfig(
