@@ -20,9 +20,13 @@ const LOG_FORMATS = ['json', 'pretty'] as const;
 
 /**
  * A number variable, empty or blank taken as unset (its default), as every text variable is: coerced as it was, an
- * empty value read as 0 — `API_RESERVE=` left no reserve, `HTTP_PORT=` turned the server off.
+ * empty value read as 0 — `API_RESERVE=` left no reserve, `HTTP_PORT=` turned the server off. Written in decimals
+ * only: JavaScript's Number() also reads `0x10` (16), `1e3` and `Infinity`, a typo turned into a value.
  */
-const number = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema);
+const number = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v !== 'string' ? v : v.trim() === '' ? undefined : DECIMAL.test(v) ? v : Number.NaN), schema);
+
+const DECIMAL = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*$/;
 
 const port = (fallback: number) =>
   number(
@@ -225,7 +229,9 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     for (const issue of parsed.error.issues) {
       const name = String(issue.path[0] ?? 'environment');
       const value = merged[name] ?? '';
-      problems.push(`${name}=${JSON.stringify(name === 'TICKETS_API_URL' ? shownApiUrl(value) : maskSecrets(value))} ${issue.message}`);
+      const shown = name === 'TICKETS_API_URL' ? shownApiUrl(value) : maskSecrets(value);
+      // A value of a megabyte made a line of a megabyte: the start says which it is.
+      problems.push(`${name}=${JSON.stringify(shown.length > 200 ? `${shown.slice(0, 199)}…` : shown)} ${issue.message}`);
     }
   }
   const token = resolveToken(merged, cwd, problems, options.pipeWaitMs);

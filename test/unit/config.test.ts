@@ -111,6 +111,20 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads numbers written in decimals only, and shows at most 200 characters of a bad value', () => {
+    for (const [value, problem] of [
+      ['0x10', 'HTTP_PORT="0x10" must be a port number'],
+      ['1e3', 'HTTP_PORT="1e3" must be a port number'],
+      ['Infinity', 'HTTP_PORT="Infinity" must be a port number'],
+    ]) {
+      expect(problemsOf(() => loadConfig({ HTTP_PORT: value! }, { cwd: emptyDir() }))).toEqual([problem]);
+    }
+    expect(loadConfig({ HTTP_PORT: ' 9464 ', API_RESERVE: '.25' }, { cwd: emptyDir() })).toMatchObject({ httpPort: 9464, reserve: 0.25 });
+    const [long] = problemsOf(() => loadConfig({ LOG_LEVEL: 'x'.repeat(1_000_000) }, { cwd: emptyDir() }));
+    expect(long!.length).toBeLessThan(400);
+    expect(long).toMatch(/^LOG_LEVEL="x{199}…" /);
+  });
+
   it('reports every bad variable at once, by name', () => {
     const problems = problemsOf(() =>
       loadConfig(
