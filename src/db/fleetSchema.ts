@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { check, customType, doublePrecision, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { instantsInSpan } from './instants.ts';
 
 /**
  * The fleet's control schema (FLEET_SCHEMA, default ticket_mirror_fleet): the accounts a fleet mirrors, one row each.
@@ -57,16 +58,8 @@ export const accounts = pgTable(
     check('accounts_reserve_check', sql`${t.reserve} >= 0 and ${t.reserve} < 1`),
     check('accounts_state_check', sql`${t.state} in ('new', 'ok', 'failing', 'auth_failed')`),
     check('accounts_failures_check', sql`${t.failures} >= 0`),
-    // As every mirror's instants (schema.ts, instantsInSpan): one row set to `infinity` by hand (to pause for ever,
-    // say) stopped accounts list, fleet status and the worker's /metrics for every account.
-    check(
-      'accounts_instants_check',
-      sql.join(
-        [t.pausedAt, t.createdAt, t.notBefore, t.lastPassAt, t.nextPassAt].map(
-          (c) => sql`${c} between '0001-01-01T00:00:00Z' and '9999-12-31T23:59:59.999999Z'`,
-        ),
-        sql` and `,
-      ),
-    ),
+    // As every mirror's instants: one row set to `infinity` by hand (to pause for ever, say) stopped accounts list,
+    // fleet status and the worker's /metrics for every account.
+    instantsInSpan('accounts', [t.pausedAt, t.createdAt, t.notBefore, t.lastPassAt, t.nextPassAt]),
   ],
 );

@@ -16,6 +16,7 @@ import {
   type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
 import { MAX_JSON_DEPTH } from '../api/listBody.ts';
+import { instantsInSpan } from './instants.ts';
 
 /**
  * The mirror's tables. Names and columns of the public contract (shared/contract.md) are binding: BI dashboards query
@@ -25,21 +26,6 @@ import { MAX_JSON_DEPTH } from '../api/listBody.ts';
  * microseconds the API gives. Values are read back through `canonicalTimestamp` when compared.
  */
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'string', precision: 6 });
-
-/**
- * The instants of a table lie in the years 0001–9999 that the mirror's instants span (time.ts), or are null. The
- * tables are the user's to write, and PostgreSQL holds more (`infinity`, a date BC, a year 200000): one such row, read
- * by the planner or the budget, stopped every pass. The insert that would write one fails instead, naming the table.
- * reply_outbox has none: `infinity` is a person's way to hold a reply there (repos/outboxDue.ts).
- */
-const instantsInSpan = (table: string, columns: readonly AnyPgColumn[]) =>
-  check(
-    `${table}_instants_check`,
-    sql.join(
-      columns.map((c) => sql`${c} between '0001-01-01T00:00:00Z' and '9999-12-31T23:59:59.999999Z'`),
-      sql` and `,
-    ),
-  );
 
 /**
  * A jsonb column nests no deeper than any answer of the API may (MAX_JSON_DEPTH, api/listBody.ts; jsonpath's `.**{n}`

@@ -322,7 +322,7 @@ export class SyncEngine {
       // a 404 or 410 for a route gone, a 400), fails this list, not the pass: the other lists and the details go on,
       // and it is asked for again at its interval. Until it answers, no sweep is whole, so nothing is marked missing.
       if (error instanceof InvalidResponseError || error instanceof RequestRejectedError || isBodylessNotFound(error)) {
-        this.#listFailed(list, error as Error, summary);
+        this.#listFailed(list, error, summary);
         return null;
       }
       throw error;
@@ -493,6 +493,6 @@ export class SyncEngine {
 }
 
 /** A 404 without the API's {"error"} body (a gateway's): a TransientError for a detail, a route gone for a list. */
-function isBodylessNotFound(error: unknown): boolean {
+function isBodylessNotFound(error: unknown): error is TransientError {
   return error instanceof TransientError && error.status === 404;
 }

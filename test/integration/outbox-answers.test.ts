@@ -125,6 +125,19 @@ describe.each(backends)('what a reply POST answer proves, on $name against the s
     });
   });
 
+  it("a 201 whose message the database refuses (a ticket id no index holds): one POST in four runs, the row sent", async () => {
+    // Random, so that PostgreSQL cannot compress it into its index: the mirror's copy (tickets, messages) cannot be
+    // written, under its savepoint; that the reply went out is kept.
+    const ticket = `t${randomBytes(1_500).toString('hex')}`;
+    m.sim.faults.inject({ ...replaced(201, JSON_TYPE, JSON.stringify({ id: 'm-refused-copy', created_at: '2026-01-05T09:30:00.000000Z' })), match: `/reply` });
+    const from = m.sim.log.length;
+    const id = await enqueue(ticket, 'A reply to a ticket the mirror cannot hold.');
+    await fourRuns();
+    expect(postsSince(from)).toHaveLength(1);
+    expect(await row(id)).toMatchObject({ state: 'sent', attempts: 1, message_id: 'm-refused-copy' });
+    expect(await queryRows(m.db, sql`select id from messages where id = 'm-refused-copy'`)).toEqual([]);
+  });
+
   it('ticket-mirror reply whose posted message cannot be recorded says it was posted, without the text', async () => {
     const ticket = tickets.pop()!;
     const text = `A secret answer (${ticket}).`;

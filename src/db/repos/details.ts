@@ -4,8 +4,7 @@ import type { MappedDetail, TicketRow } from '../../model/detail.ts';
 import { emptyState, sameState, trackedOf, type MirrorTicket, type TrackedState } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
-import { MIRROR_TICKET_COLUMNS } from './rows.ts';
-import { CLOCK_SET_BACK_MS, SECOND_MS } from '../../time.ts';
+import { AHEAD_OF_CLOCK, MIRROR_TICKET_COLUMNS } from './rows.ts';
 
 /** The ticket columns a detail gives, with their values: the one list `writeDetail` and `rederiveDetail` both set. */
 function detailColumns(t: TicketRow): Array<[column: string, value: SQL]> {
@@ -46,7 +45,7 @@ export interface DetailWriteResult {
  */
 function dueAnswered(column: string, requestedAt: string, at: string): SQL {
   const c = sql.raw(column);
-  return sql`(${c} <= ${requestedAt}::timestamptz or ${c} > ${at}::timestamptz + interval '${sql.raw(String(CLOCK_SET_BACK_MS / SECOND_MS))} seconds')`;
+  return sql`(${c} <= ${requestedAt}::timestamptz or ${c} > ${at}::timestamptz + ${AHEAD_OF_CLOCK})`;
 }
 
 export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requestedAt: string): Promise<DetailWriteResult> {

@@ -3,8 +3,7 @@ import type { ListDiff, ListItem, ListMirror, ListRowWrite } from '../../model/l
 import type { MirrorTicket } from '../../model/ticketState.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
-import { boolColumn, MIRROR_TICKET_COLUMNS, textColumn } from './rows.ts';
-import { CLOCK_SET_BACK_MS, SECOND_MS } from '../../time.ts';
+import { AHEAD_OF_CLOCK, boolColumn, MIRROR_TICKET_COLUMNS, textColumn } from './rows.ts';
 
 const FLAG_COLUMN: Record<ListName, string> = {
   open: 'in_open',
@@ -152,7 +151,7 @@ export async function everPolled(tx: Tx, list: ListName): Promise<boolean> {
 export async function lastPollWithheld(tx: Tx, list: ListName, at: string): Promise<number> {
   const [row] = await queryRows<{ withheld: number }>(
     tx,
-    sql`select withheld from list_polls where list = ${list} and at <= ${at}::timestamptz + interval '${sql.raw(String(CLOCK_SET_BACK_MS / SECOND_MS))} seconds'
+    sql`select withheld from list_polls where list = ${list} and at <= ${at}::timestamptz + ${AHEAD_OF_CLOCK}
         order by at desc, id desc limit 1`,
   );
   return Number(row?.withheld ?? 0);

@@ -1,5 +1,6 @@
 import type { SQL } from 'drizzle-orm';
 import { queryRows, sql, type Tx } from '../connect.ts';
+import { FIRST_INSTANT, LAST_INSTANT } from '../instants.ts';
 import type { OutboxState } from '../schema.ts';
 import { ts } from './rows.ts';
 
@@ -95,7 +96,7 @@ const INSTANTS = ['requested_at', 'next_attempt_at', 'sending_since'] as const;
 /** The names of the columns among INSTANTS that hold an instant outside the years 0001–9999 (none: an empty array). */
 const UNREADABLE = sql.raw(
   `array_remove(array[${INSTANTS.map(
-    (c) => `case when ${c} < '0001-01-01T00:00:00Z' or ${c} > '9999-12-31T23:59:59.999999Z' then '${c}' end`,
+    (c) => `case when ${c} < ${FIRST_INSTANT} or ${c} > ${LAST_INSTANT} then '${c}' end`,
   ).join(', ')}], null) as unreadable`,
 );
 

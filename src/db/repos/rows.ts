@@ -1,5 +1,5 @@
 import type { SQL } from 'drizzle-orm';
-import { canonicalTimestamp } from '../../time.ts';
+import { canonicalTimestamp, CLOCK_SET_BACK_MS, SECOND_MS } from '../../time.ts';
 import { sql } from '../connect.ts';
 
 /** An instant as `canonicalTimestamp` writes it, formatted by PostgreSQL, whatever the session's time zone. */
@@ -46,3 +46,9 @@ export function textColumn<T>(rows: readonly T[], value: (row: T) => string | nu
 export function boolColumn<T>(rows: readonly T[], value: (row: T) => boolean | null): SQL {
   return sql`${boolArray(rows.map(value))}::boolean[]`;
 }
+
+/**
+ * How far an instant may lie ahead of the clock and still be the mirror's own (time.ts CLOCK_SET_BACK_MS), as an SQL
+ * interval: one further ahead was written by hand, or before a clock set back, and is not trusted as the latest.
+ */
+export const AHEAD_OF_CLOCK = sql.raw(`interval '${CLOCK_SET_BACK_MS / SECOND_MS} seconds'`);
