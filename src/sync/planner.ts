@@ -534,7 +534,8 @@ function sweepSchedule(
   }
   if (dayWeight === 0) dayWeight = 24 * expected(0) ** POLICY.rateExponent;
   const sweepsPerDay = Math.max(1, pollBudget / LIST_NAMES.length);
-  const stretch = Math.max(1, h.pollsLastDay / (pollBudget * POLICY.pollOverspend));
+  // (No poll budget at all — an allowance of 0, all of it used by other clients — stretches nothing: 0/0 is no number.)
+  const stretch = pollBudget > 0 ? Math.max(1, h.pollsLastDay / (pollBudget * POLICY.pollOverspend)) : 1;
   // The shortest interval: a sweep paid for by the polls' share of the minute allowance. The longest: a multiple of
   // the even interval (the poll budget spread over the day).
   const minSweep = LIST_NAMES.length / Math.max(1e-9, shape.minuteAllowed * Math.min(1, pollBudget / Math.max(1, shape.allowed)));

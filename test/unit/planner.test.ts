@@ -622,3 +622,43 @@ describe('planPass: revalidation follows the changes a re-read can find (the mea
   });
 });
 
+
+describe('planPass: any budget gives a plan of whole numbers', () => {
+  it('an allowance of 0 (limits that small, or other clients using all of it) plans nothing and says so in numbers', () => {
+    // 0/0 once made the sweep interval NaN, which reached `LIMIT NaN` in the work queries and failed every pass.
+    const budget = budgetAt({ daily: 1, minute: 60, reserve: 0.1 }, [], T0);
+    expect(budget.dailyAllowed).toBe(0);
+    const plan = planPass(input({ budget, backfillCount: 5, openCount: 0, lists: lists(null), history: history({ firstPollAt: null }) }));
+    expect(plan).toMatchObject({ polls: [], due: 0, backfill: 0, revalidate: 0 });
+    expect(Number.isFinite(plan.sweepMinutes) && Number.isFinite(plan.wakeAt) && Number.isFinite(plan.nextPollAt)).toBe(true);
+  });
+
+  it('whatever the limits, ledger and history, every count is a whole number ≥ 0 and every instant a number', () => {
+    let seed = 7;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    for (let i = 0; i < 3_000; i++) {
+      const daily = pick([1, 2, 3, 10, 20, 100, 1440, 14_400]);
+      const limits = { daily, minute: pick([1, 2, 60, 600]), reserve: pick([0, 0.1, 0.5, 0.9]) };
+      const ledger = Array.from({ length: Math.floor(random() * Math.min(daily, 500)) }, () => ({ at: T0 - random() * DAY_MS, remaining: null, limit: null }));
+      const plan = planPass(
+        input({
+          budget: budgetAt(limits, ledger.sort((a, b) => a.at - b.at), T0),
+          lists: listState(Object.fromEntries(LIST_NAMES.map((l) => [l, pick([null, T0 - 25 * HOUR, T0 - MIN, T0 - random() * HOUR])]))),
+          dueCount: pick([0, 1, 30]),
+          backfillCount: pick([0, 0, 5]),
+          openCount: pick([0, 1, 40, 500]),
+          oldestDetailAt: pick([undefined, null, T0 - HOUR]),
+          history: history({
+            changes: Array.from({ length: HISTORY_BUCKETS }, () => (random() < 0.5 ? 0 : Math.floor(random() * 20))),
+            firstPollAt: pick([null, T0 - MIN, T0 - 25 * HOUR, T0 - 9 * DAY_MS]),
+            pollsLastDay: pick([0, 4, 2_000]),
+            sentThisHour: pick([0, 3, 50]),
+          }),
+        }),
+      );
+      for (const n of [plan.due, plan.backfill, plan.revalidate, plan.polls.length]) expect(Number.isInteger(n) && n >= 0, JSON.stringify({ limits, plan })).toBe(true);
+      for (const t of [plan.wakeAt, plan.nextPollAt, plan.sweepMinutes, plan.revalidateMinAgeMs]) expect(Number.isNaN(t), JSON.stringify({ limits, plan })).toBe(false);
+    }
+  });
+});
