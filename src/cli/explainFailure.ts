@@ -4,9 +4,9 @@ import { EXIT } from './exit.ts';
 
 /**
  * What a failure says to the person at the terminal: the setting involved, what was tried (a host and port, a URL
- * without its password), and the likely fix, in one or two lines; and the exit code. Failures are recognised by their
- * codes — a Node system error's (ECONNREFUSED …), a PostgreSQL SQLSTATE (28P01 …), or the name of one of ours — in the
- * one table below; anything else is left to the caller's plain report.
+ * without its password), and the likely fix, in one or two parts (`reportFailure` prints them on one line); and the
+ * exit code. Failures are recognised by their codes — a Node system error's (ECONNREFUSED …), a PostgreSQL SQLSTATE
+ * (28P01 …), or the name of one of ours — in the one table below; anything else is left to the caller's plain report.
  *
  * Exit codes: 2 when a setting must change (a login or a token refused, a database that does not exist, a port taken
  * by another program); 1 when the database or the API could not be reached, or another process holds the embedded

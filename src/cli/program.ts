@@ -326,9 +326,8 @@ export function reportFailure(error: unknown): number {
   // A command's own exit decision may carry the failure behind it (sync: what ended the pass).
   const explained = explainFailure(e instanceof ExitError && e.cause !== undefined ? e.cause : e, configuredSettings());
   if (explained) {
-    const [first, ...more] = explained.lines;
-    say(first!);
-    for (const line of more) process.stderr.write(`${withoutControlCharacters(line)}\n`);
+    // One line, the fix after what failed: the contract's "one clear line", and what a supervisor's log keeps whole.
+    say(explained.lines.map((line) => line.trim()).join(' — '));
     return e instanceof ExitError ? e.code : explained.code;
   }
   if (e instanceof ExitError) {

@@ -61,7 +61,10 @@ export function logPasses(engine: SyncEngine, logger: Logger): void {
       budgetLeft24h: budget.dailyLeft,
       ...(s.errors.length ? { errors: s.errors.slice(0, 5) } : {}),
     };
-    if (s.stoppedBy) logger.warn({ ...line, stoppedBy: s.stoppedBy }, 'sync pass ended early');
+    // A pass that threw (a refused token, a failure) is reported by whoever ran it — the daemon's log, `sync`'s one
+    // line on stderr — so its summary is only for debugging; a 429 or server trouble ends a pass quietly, and is told here.
+    if (s.stoppedBy === 'rate_limited' || s.stoppedBy === 'server_error') logger.warn({ ...line, stoppedBy: s.stoppedBy }, 'sync pass ended early');
+    else if (s.stoppedBy) logger.debug({ ...line, stoppedBy: s.stoppedBy }, 'sync pass ended early');
     else logger.info(line, 'sync pass');
   });
   engine.events.on('budget:low', ({ dailyLeft, dailyAllowed }) =>

@@ -37,8 +37,7 @@ describe('the database', () => {
     const r = await runCli(['migrate'], { DATABASE_URL: `postgres://mirror:s3cret-pw@127.0.0.1:${port}/mirror` }, dir);
     expect(r.code).toBe(1);
     expect(messageLines(r)).toEqual([
-      `ticket-mirror: cannot connect to the database at 127.0.0.1:${port}: connection refused (DATABASE_URL=postgres://mirror:***@127.0.0.1:${port}/mirror)`,
-      '  Is PostgreSQL running there, on that port? Fix the host or port in DATABASE_URL, or unset it to use the embedded database.',
+      `ticket-mirror: cannot connect to the database at 127.0.0.1:${port}: connection refused (DATABASE_URL=postgres://mirror:***@127.0.0.1:${port}/mirror) — Is PostgreSQL running there, on that port? Fix the host or port in DATABASE_URL, or unset it to use the embedded database.`,
     ]);
     expect(r.stderr).not.toContain('s3cret-pw');
   });
@@ -49,9 +48,10 @@ describe('the database', () => {
     url.pathname = `/${name}`;
     const r = await runCli(['migrate'], { DATABASE_URL: url.toString() }, dir);
     expect(r.code).toBe(2);
-    const [first, fix] = messageLines(r);
-    expect(first).toMatch(new RegExp(`^ticket-mirror: database "${name}" does not exist on ${url.hostname}:${url.port || 5432} \\(DATABASE_URL=`));
-    expect(fix).toMatch(new RegExp(`^ {2}Create it \\(createdb -h ${url.hostname} -p ${url.port || 5432} -U \\S+ ${name}\\), or fix the database name`));
+    const lines = messageLines(r);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^ticket-mirror: database "${name}" does not exist on ${url.hostname}:${url.port || 5432} \\(DATABASE_URL=`));
+    expect(lines[0]).toMatch(new RegExp(` — Create it \\(createdb -h ${url.hostname} -p ${url.port || 5432} -U \\S+ ${name}\\), or fix the database name`));
     if (url.password) expect(r.stderr).not.toContain(url.password);
   });
 });
@@ -61,9 +61,13 @@ describe('the API', () => {
     const wrong = `wrong-token-${randomBytes(6).toString('hex')}`;
     const r = await runCli(['sync'], { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: wrong, PGLITE_DIR: pgliteDir() }, dir);
     expect(r.code).toBe(2);
-    expect(messageLines(r)).toEqual([
-      `ticket-mirror: the API rejected the token (HTTP 401: Unauthenticated.): check TICKETS_API_TOKEN (TICKETS_API_URL=${sim.url})`,
-      expect.stringMatching(/^ {2}Set a valid token in TICKETS_API_TOKEN or the file TICKETS_API_TOKEN_FILE names/),
+    // The contract's "one clear line": stderr holds nothing else, not even a log line of the pass.
+    expect(r.stderr.split('\n').filter(Boolean)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^ticket-mirror: the API rejected the token \\(HTTP 401: Unauthenticated\\.\\): check TICKETS_API_TOKEN \\(TICKETS_API_URL=${sim.url}\\) — Set a valid token in TICKETS_API_TOKEN or the file TICKETS_API_TOKEN_FILE names`,
+        ),
+      ),
     ]);
     expect(r.stderr).not.toContain(wrong);
   }, 60_000);
@@ -73,8 +77,9 @@ describe('the API', () => {
     const r = await runCli(['sync'], { TICKETS_API_URL: `http://127.0.0.1:${port}`, TICKETS_API_TOKEN: 'x', PGLITE_DIR: pgliteDir() }, dir);
     expect(r.code).toBe(1);
     expect(messageLines(r)).toEqual([
-      `ticket-mirror: cannot reach the API at 127.0.0.1:${port}: connection refused (TICKETS_API_URL=http://127.0.0.1:${port})`,
-      expect.stringMatching(/^ {2}Check TICKETS_API_URL — the helpdesk's base address/),
+      expect.stringMatching(
+        new RegExp(`^ticket-mirror: cannot reach the API at 127\\.0\\.0\\.1:${port}: connection refused \\(TICKETS_API_URL=http://127\\.0\\.0\\.1:${port}\\) — Check TICKETS_API_URL — the helpdesk's base address`),
+      ),
     ]);
   }, 60_000); // the client retries a refused connection, with real back-off
 });
@@ -126,7 +131,7 @@ describe('what another process holds', () => {
     const port = await holdPort();
     const r = await runCli(['simulator', '--port', String(port)], {}, dir);
     expect(r.code).toBe(2);
-    expect(messageLines(r)).toEqual([`ticket-mirror: 127.0.0.1:${port} is in use by another program`, '  Stop that program, or choose another port.']);
+    expect(messageLines(r)).toEqual([`ticket-mirror: 127.0.0.1:${port} is in use by another program — Stop that program, or choose another port.`]);
   });
 
   // Held by `run` itself, the daemon is named with what to do instead (cli-beside-run.test.ts); held by another
@@ -140,8 +145,7 @@ describe('what another process holds', () => {
       const r = await runCli(['migrate'], { PGLITE_DIR: folder }, dir);
       expect(r.code).toBe(1);
       expect(messageLines(r)).toEqual([
-        `ticket-mirror: the embedded database in ${folder} is in use by process ${holder.pid}; stop it, or set PGLITE_DIR to another folder`,
-        '  Only one process may open the embedded database: for several processes or standby replicas, use PostgreSQL (DATABASE_URL).',
+        `ticket-mirror: the embedded database in ${folder} is in use by process ${holder.pid}; stop it, or set PGLITE_DIR to another folder — Only one process may open the embedded database: for several processes or standby replicas, use PostgreSQL (DATABASE_URL).`,
       ]);
     } finally {
       holder.kill('SIGKILL');
