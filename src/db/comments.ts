@@ -120,7 +120,7 @@ const TABLES: Readonly<Record<string, RelationDoc>> = {
     columns: {
       id: 'row id',
       ticket_id: 'the ticket to answer (tickets.id; not a foreign key: a ticket not mirrored yet may be answered)',
-      message: 'the reply text, at least 3 characters after trimming',
+      message: 'the reply text, at least 3 characters, sent as given',
       requested_at: i('when the row was inserted'),
       state: 'pending, sending, sent or failed',
       attempts: 'how many times posting was tried',

@@ -229,7 +229,7 @@ export const replyOutbox = pgTable(
     check('reply_outbox_state_check', sql`${t.state} in ('pending', 'sending', 'sent', 'failed')`),
     check('reply_outbox_inserted_as_check', sql`${t.insertedAs} in ('request', 'forged')`),
     check('reply_outbox_claimed_via_check', sql`${t.claimedVia} in ('embedded', 'leader')`),
-    check('reply_outbox_message_check', sql`char_length(btrim(${t.message})) >= 3`),
+    check('reply_outbox_message_check', sql`char_length(${t.message}) >= 3`),
     check('reply_outbox_ticket_check', sql`char_length(btrim(${t.ticketId})) > 0`),
     index('reply_outbox_open_idx').on(t.id).where(sql`state in ('pending', 'sending')`),
   ],

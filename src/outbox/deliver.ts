@@ -39,7 +39,7 @@ import { mapDetail, UnstorableError } from '../sync/mapping.ts';
 import { HOUR_MS, isoMicros, timestampOrNull, toEpochMicros } from '../time.ts';
 import { recordPostedCopy, unstorableId } from './postReply.ts';
 import { reconcile } from './reconcile.ts';
-import { checkAgainDelayMs, MAX_ATTEMPTS, MAX_UNKNOWN_MS, recheckDelayMs, replyText, replyTextProblem } from './states.ts';
+import { checkAgainDelayMs, MAX_ATTEMPTS, MAX_UNKNOWN_MS, recheckDelayMs, replyTextProblem } from './states.ts';
 
 /**
  * Delivers the reply outbox: every row a SQL client INSERTed is POSTed to endpoint 6 once, and only once.
@@ -217,14 +217,13 @@ async function deliverNext(o: Deliverer): Promise<Step | undefined> {
 
 async function send(o: Deliverer, row: OutboxRow): Promise<Step> {
   await o.hooks?.afterMarkSending?.(row);
-  const text = replyText(row.message);
   // Asked after the budget's queue, right before the POST leaves: a deliverer that stalled may have lost the row.
   const beforeSend = async () => {
     if (!(await o.db.transaction((tx) => stillClaimed(tx, row, o.claimer)))) throw new ClaimLostError(`reply_outbox ${row.id} is no longer claimed by this deliverer`);
   };
   let reply;
   try {
-    reply = (await o.client.reply(row.ticketId, text, { beforeSend })).body;
+    reply = (await o.client.reply(row.ticketId, row.message, { beforeSend })).body;
   } catch (error) {
     if (error instanceof ClaimLostError) {
       o.logger.error({ outbox: row.id, ticket: row.ticketId }, 'reply not sent: another deliverer took the row over while this one waited');
@@ -241,7 +240,7 @@ async function send(o: Deliverer, row: OutboxRow): Promise<Step> {
     const unstorable = unstorableId(reply.id);
     if (unstorable) return markSent(tx, row, null, sentAt, `posted; ${unstorable}`);
     const author = await tokenUser(tx);
-    await recordPostedCopy(tx, { ticketId: row.ticketId, messageId: reply.id, text, createdAt: reply.created_at, author }, at, o.logger);
+    await recordPostedCopy(tx, { ticketId: row.ticketId, messageId: reply.id, text: row.message, createdAt: reply.created_at, author }, at, o.logger);
     return markSent(tx, row, reply.id, sentAt);
   });
   if (!moved) {

@@ -7,7 +7,6 @@ import { MAX_ID_BYTES } from '../sync/mapping.ts';
 import { recordPostedReply, type PostedReply } from '../db/repos/messages.ts';
 import { tokenUser } from '../db/repos/outbox.ts';
 import { isoMicros } from '../time.ts';
-import { replyText } from './states.ts';
 
 export interface PostReplyDeps {
   db: Db;
@@ -26,14 +25,13 @@ export interface PostReplyDeps {
  * said no, and ReplyOutcomeUnknownError for every answer that proves nothing — the reply may have been posted.
  */
 export async function postReply(deps: PostReplyDeps, ticketId: string, message: string): Promise<PostedReply> {
-  const text = replyText(message);
-  const reply = (await deps.client.reply(ticketId, text)).body;
+  const reply = (await deps.client.reply(ticketId, message)).body;
   const at = isoMicros(deps.clock.now());
   const unstorable = unstorableId(reply.id);
   if (unstorable) throw new ReplyPostedError(reply.id, ticketId, unstorable);
   try {
     return await deps.db.transaction(async (tx) => {
-      const posted: PostedReply = { ticketId, messageId: reply.id, text, createdAt: reply.created_at, author: await tokenUser(tx) };
+      const posted: PostedReply = { ticketId, messageId: reply.id, text: message, createdAt: reply.created_at, author: await tokenUser(tx) };
       await recordPostedReply(tx, posted, at);
       return posted;
     });

@@ -2,7 +2,7 @@ import { isObject } from '../api/client.ts';
 import { msOption } from '../options.ts';
 import type { MessageRow } from '../model/detail.ts';
 import { toEpochMicros } from '../time.ts';
-import { replyText } from './states.ts';
+import { sameReplyText } from './states.ts';
 
 /**
  * Did a POST whose answer was lost reach the service? Decided from the ticket's detail alone, as a pure function.
@@ -47,15 +47,15 @@ export function reconcile(input: ReconcileInput): Reconciliation {
   const since = toEpochMicros(input.sendingSince);
   if (since === null) throw new TypeError(`sendingSince is not a timestamp: ${input.sendingSince}`);
   const earliest = since - BigInt(Math.round(msOption('marginMs', input.marginMs, 60_000))) * 1000n;
-  const text = replyText(input.text);
+  const text = input.text;
   const recent = input.messages
     .filter((m) => isAuthoredBy(m.author, input.self) && !input.claimed.has(m.id) && !createdBefore(m, earliest))
     .sort(byCreatedAt);
-  const same = recent.find((m) => m.message !== null && replyText(m.message) === text);
+  const same = recent.find((m) => m.message !== null && sameReplyText(m.message, text));
   if (same) return { outcome: 'posted', message: same };
   const echoSince = since - BigInt(ECHO_WINDOW_MS) * 1000n;
   const echo = input.messages.find(
-    (m) => !input.claimed.has(m.id) && m.message !== null && replyText(m.message) === text && !createdBefore(m, echoSince),
+    (m) => !input.claimed.has(m.id) && m.message !== null && sameReplyText(m.message, text) && !createdBefore(m, echoSince),
   );
   if (echo) {
     return {

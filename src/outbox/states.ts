@@ -1,21 +1,26 @@
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
 
-/** The service's minimum length of a reply (spec, Endpoint 6), counted in characters once trimmed. */
+/** The service's minimum length of a reply (spec, Endpoint 6: "Minimum length 3 characters"). */
 const MIN_REPLY_LENGTH = 3;
 
 /**
- * The text to send: trimmed, as the service stores it (it trims every input before the length rule), so the message
- * row written at once matches the one the next detail shows.
+ * Why the service would reject this text, or null when it is long enough: the spec's rule to the letter, on the text
+ * as given (it is sent as given), counted in characters (code points, as PostgreSQL's char_length and the table's CHECK
+ * count them), not UTF-16 units. Nothing is trimmed: "  ab  " has six characters. A service that trims before its
+ * rule may still refuse such a text, and says so (a 4xx: the row ends `failed` with its words).
  */
-export function replyText(message: string): string {
-  return message.trim();
+export function replyTextProblem(message: string): string | null {
+  const length = [...message].length;
+  if (length >= MIN_REPLY_LENGTH) return null;
+  return `the reply must be at least ${MIN_REPLY_LENGTH} characters long (it has ${length})`;
 }
 
-/** Why the service would reject this text, or null when it is long enough. Counts characters, not UTF-16 units. */
-export function replyTextProblem(message: string): string | null {
-  const length = [...replyText(message)].length;
-  if (length >= MIN_REPLY_LENGTH) return null;
-  return `the reply must be at least ${MIN_REPLY_LENGTH} characters long once trimmed (it has ${length})`;
+/**
+ * Whether a message of the ticket has the reply's text, as the check after an unknown outcome compares them: blanks
+ * at either end do not count, since a service may trim what it stores (the simulator does, as Laravel trims input).
+ */
+export function sameReplyText(stored: string, sent: string): boolean {
+  return stored.trim() === sent.trim();
 }
 
 /** POSTs tried per row before it ends `failed`. */

@@ -48,8 +48,12 @@ describe.each(backends)('database on $name', ({ open }) => {
 
   it('rejects a reply_outbox row whose message is too short, at insert time', async () => {
     await expect(
-      database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', '  a ')`),
+      database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', 'ab')`),
     ).rejects.toThrow();
+    // The spec's rule counts characters as given (code points): blanks count, two emoji are two.
+    await expect(database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', '👍👍')`)).rejects.toThrow();
+    await database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', '  a ')`);
+    await database.db.execute(sql`delete from reply_outbox`);
     await database.db.execute(sql`insert into reply_outbox (ticket_id, message) values ('t1', 'Thanks!')`);
     const [row] = await queryRows<{ state: string; attempts: number }>(database.db, sql`select state, attempts from reply_outbox`);
     expect(row).toEqual({ state: 'pending', attempts: 0 });

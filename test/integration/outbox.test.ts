@@ -118,7 +118,8 @@ describe.each(backends)('reply outbox on $name against the simulator', ({ open }
       m.db,
       sql`select message, message_type, outbound_sent from messages where id = ${truth.id}`,
     );
-    expect(message).toEqual({ message: 'We have refunded the order.', message_type: 'outbound', outbound_sent: null });
+    // The text as sent (as given); the next detail brings the service's own, which the simulator trims.
+    expect(message).toEqual({ message: '  We have refunded the order.\n', message_type: 'outbound', outbound_sent: null });
     expect(await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticketId} and detail_due_since is not null`)).toBe(1);
 
     const completedByPass = async () => (await count(m.db, sql`select count(*)::int as n from messages where id = ${truth.id} and outbound_sent`)) === 1;
@@ -151,14 +152,18 @@ describe.each(backends)('reply outbox on $name against the simulator', ({ open }
     expect(posts()).toHaveLength(1);
   });
 
-  it('ends invalid rows failed with the reason: too short once trimmed (no request), unknown ticket (404)', async () => {
+  it('the table refuses a text under 3 characters; the service\'s refusals end rows failed with its reason: blanks it trims (422), an unknown ticket (404)', async () => {
+    // The rule as the spec gives it, on the text as given: the CHECK and the daemon count alike (before, the CHECK
+    // trimmed spaces only and the daemon every blank, so a row of two tabs and "ab" was accepted, then failed unsent).
     await expect(enqueue('ab')).rejects.toThrow();
-    const short = await enqueue(' \n\tab\n ');
+    await expect(enqueue('👍👍')).rejects.toThrow();
+    const blanks = await enqueue(' \n\tab\n ');
     const unknown = await enqueue('Hello there', 'NoSuchTicket');
     expect(await deliver()).toEqual({ sent: 0, failed: 2, waiting: 0 });
-    expect(await row(short)).toMatchObject({ state: 'failed', attempts: 0, error: expect.stringMatching(/at least 3 characters/) });
+    // Sent as given: the simulator, as Laravel does, trims before its own rule and answers 422.
+    expect(await row(blanks)).toMatchObject({ state: 'failed', attempts: 1, error: expect.stringMatching(/at least 3 characters/) });
     expect(await row(unknown)).toMatchObject({ state: 'failed', attempts: 1, error: 'ticket NoSuchTicket not found' });
-    expect(posts().map((p) => p.path)).toEqual(['/api/v1/ticket/NoSuchTicket/reply']);
+    expect(posts().map((p) => p.path)).toEqual([`/api/v1/ticket/${ticketId}/reply`, '/api/v1/ticket/NoSuchTicket/reply']);
   });
 
   it('a kill after marking sending, before the POST: after a restart, checked and sent once', async () => {

@@ -34,12 +34,14 @@ describe.each(backends)('postReply on $name against the simulator', ({ open }) =
     const posted = await postReply(deps(), ticketId, 'On its way.\n');
     expect(m.sim.log.slice(requestsBefore).map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([`POST /api/v1/ticket/${ticketId}/reply 201`]);
     const truth = m.sim.model.detail(ticketId)!.messages.at(-1)!;
-    expect(posted).toMatchObject({ ticketId, messageId: truth.id, text: 'On its way.' });
+    // Sent as given; the copy written at once is the text sent (the next detail brings the service's, here trimmed).
+    expect(truth.message).toBe('On its way.');
+    expect(posted).toMatchObject({ ticketId, messageId: truth.id, text: 'On its way.\n' });
     const [row] = await queryRows<{ ticket_id: string; message: string; message_type: string }>(
       m.db,
       sql`select ticket_id, message, message_type from messages where id = ${truth.id}`,
     );
-    expect(row).toEqual({ ticket_id: ticketId, message: 'On its way.', message_type: 'outbound' });
+    expect(row).toEqual({ ticket_id: ticketId, message: 'On its way.\n', message_type: 'outbound' });
     expect(await count(m.db, sql`select count(*)::int as n from api_requests where kind = 'reply' and status = 201`)).toBe(1);
     // The reply changed the ticket in ways no list shows: its detail is due.
     expect(await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticketId} and detail_due_since is not null`)).toBe(1);
@@ -78,15 +80,17 @@ describe('ticket-mirror reply, as a child process on the embedded database', () 
     try {
       const rows = await queryRows<{ id: string; ticket_id: string }>(database.db, sql`select id, ticket_id from messages`);
       expect(rows).toEqual([{ id: truth.id, ticket_id: ticketId }]);
+      // The copy written at once holds the text as sent: stdin's final line break dropped, nothing else.
+      expect(await queryRows(database.db, sql`select message from messages`)).toEqual([{ message: 'Thanks for your patience.' }]);
       expect(await count(database.db, sql`select count(*)::int as n from api_requests where method = 'POST'`)).toBe(1);
     } finally {
       await database.close();
     }
   }, 60_000);
 
-  it('refuses a message too short once trimmed with exit 2, before any request', async () => {
+  it('refuses a message shorter than 3 characters with exit 2, before any request', async () => {
     const before = sim.log.length;
-    const result = await runCli(['reply', sim.model.randomTicketId('open')!, '  ok \n'], env, dir);
+    const result = await runCli(['reply', sim.model.randomTicketId('open')!, '👍👍'], env, dir);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/at least 3 characters.*nothing was sent/);
     expect(result.stdout).toBe('');

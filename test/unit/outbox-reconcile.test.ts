@@ -100,9 +100,12 @@ describe('outbox states', () => {
     expect(OUTBOX_TRANSITIONS.failed).toEqual([]);
   });
 
-  it('checks the text as the service does: three characters once trimmed, counted as characters', () => {
-    expect(replyTextProblem('  ok \n')).toMatch(/at least 3 characters/);
-    expect(replyTextProblem('\n\tab\t')).toMatch(/it has 2/);
+  it('checks the text by the spec\'s rule to the letter: three characters as given, counted as characters', () => {
+    expect(replyTextProblem('ok')).toMatch(/at least 3 characters long \(it has 2\)/);
+    expect(replyTextProblem('👍👍')).toMatch(/it has 2/);
+    // Blanks are characters: nothing is trimmed before the rule, as nothing is before the text is sent.
+    expect(replyTextProblem('  ok \n')).toBeNull();
+    expect(replyTextProblem('\tab')).toBeNull();
     expect(replyTextProblem('👍👍👍')).toBeNull();
     expect(replyTextProblem('yes')).toBeNull();
   });

@@ -43,8 +43,9 @@ export async function replyCommand(
   });
 }
 
+/** Standard input as text, without the one line break that ends it (`echo`'s, an editor's): the rest is sent as given. */
 async function readAll(stream: AsyncIterable<Buffer | string>): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }

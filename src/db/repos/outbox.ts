@@ -18,7 +18,7 @@ import { ts } from './rows.ts';
  * (an INSERT that sets any column the daemon writes is turned into a `failed`, forged row by a trigger; see 0005):
  *
  *   pending → sending   claimed: committed before the POST, so a crash after it can never lead to a blind re-send
- *   pending → failed    the text is too short for the service once trimmed: nothing is sent
+ *   pending → failed    the text is shorter than the service's 3 characters: nothing is sent
  *   sending → sent      the POST answered 201, or the ticket's detail shows the reply (reconciliation)
  *   sending → failed    the API refused the reply (its 404, its 422), the tries are used up, or the outcome is ambiguous
  *   sending → pending   the POST certainly did not post: the local budget refused it, the connection was refused, the
