@@ -48,6 +48,11 @@ export class RateLimitedError extends Error {
   }
 }
 
+/** The service itself answered 429 (too many requests): the token's limits were spent, by this client or another. */
+export class ThrottledError extends RateLimitedError {
+  override name = 'ThrottledError';
+}
+
 /** A reply the gate refused because replies have used their share of the day (sync/gate.ts REPLY_SHARE): not sent. */
 export class ReplyShareSpentError extends RateLimitedError {
   override name = 'ReplyShareSpentError';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, TransientError } from '../errors.ts';
+import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, ThrottledError, TransientError } from '../errors.ts';
 import { MAX_JSON_DEPTH, scanListBody, type ListBody } from './listBody.ts';
 
 /**
@@ -64,7 +64,7 @@ export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string 
   // Any JSON answer ends a run of pages: the way to the API is open.
   if (json) memory.pages = null;
   if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${says}): check TICKETS_API_TOKEN`, status);
-  if (status === 429) throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+  if (status === 429) throw new ThrottledError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
   if (status === 404) {
     if (apiError === null) {
       throw new TransientError(`${path} answered 404 without the API's {"error"} body (a gateway or proxy?): not taken as a deleted ticket`, status);

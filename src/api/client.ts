@@ -12,6 +12,7 @@ import {
   ReplyOutcomeUnknownError,
   RequestRejectedError,
   ResponseTooLargeError,
+  ThrottledError,
   TransientError,
 } from '../errors.ts';
 import {
@@ -211,7 +212,7 @@ export class ApiClient {
         if (a.status === 429) {
           // Thrown as such so that the gate holds every request back for its Retry-After; read below like any answer.
           answer = a;
-          throw new RateLimitedError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+          throw new ThrottledError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
         }
         return a;
       });

@@ -204,6 +204,7 @@ export class SyncEngine {
       deleted: 0,
       missing: 0,
       errors: [],
+      failedLists: [],
       stoppedBy: null,
     };
     // Asked before each request is started, never while one is in flight: what was fetched is written.
@@ -362,6 +363,7 @@ export class SyncEngine {
   #listFailed(list: ListName, error: Error, summary: PassSummary): void {
     this.#listFailedAt.set(list, this.#o.clock.now());
     summary.errors.push(`${list} list: ${error.message}`);
+    summary.failedLists.push(list);
     this.#o.logger.warn({ list, err: error.message }, 'list response unusable; nothing changed');
     this.events.safeEmit('list:failed', { list, error });
   }

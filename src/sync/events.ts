@@ -29,6 +29,8 @@ export interface PassSummary {
   deleted: number;
   missing: number;
   errors: string[];
+  /** Lists whose answer could not be used (a 4xx of their own, a body that is not a list): nothing of them changed. */
+  failedLists: ListName[];
   /** Why the pass ended early, or null when it ran its plan to the end. */
   stoppedBy: PassStop | null;
   /**

@@ -1,4 +1,5 @@
 import PQueue from 'p-queue';
+import { retryAfterMs } from '../api/answers.ts';
 import type { LedgerEntry, RequestGate } from '../api/client.ts';
 import type { RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
@@ -67,6 +68,15 @@ export class BudgetGate implements RequestGate {
     this.#limits = options.limits;
     this.#clock = options.clock;
     this.#samples = options.samples;
+    // The service's own 429s at the end of the ledger hold this process back too: a `sync` run a minute after another
+    // was throttled asked again at once (each process kept the block in memory only). The Retry-After is not in the
+    // ledger, so the wait is what a 429 without one gets, and beyond it the back-off of the 429s in a row.
+    let throttled = 0;
+    while (throttled < this.#samples.length && this.#samples[this.#samples.length - 1 - throttled]!.status === 429) throttled++;
+    if (throttled > 0) {
+      this.#rateLimitedStreak = throttled;
+      this.#blockedUntil = this.#samples.at(-1)!.at + Math.max(retryAfterMs({}), backoffDelay(RATE_LIMIT_BACKOFF, throttled));
+    }
     const perMinute = allowedPerMinute(options.limits);
     this.#queue = new PQueue({
       concurrency: intOption('concurrency', options.concurrency, 2),
@@ -81,6 +91,11 @@ export class BudgetGate implements RequestGate {
     const snap = budgetAt(this.#limits, samples, now);
     if (this.#blockedUntil > now) return { ...snap, minuteLeft: 0, nextSlotAt: Math.max(snap.nextSlotAt, this.#blockedUntil) };
     return snap;
+  }
+
+  /** Until when the service's 429 holds every request back, or null when none does now. */
+  throttledUntil(now = this.#clock.now()): number | null {
+    return this.#blockedUntil > now ? this.#blockedUntil : null;
   }
 
   /** Requests waiting in the queue. */

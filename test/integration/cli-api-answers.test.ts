@@ -39,7 +39,31 @@ describe.skipIf(!postgresUrl)('ticket-mirror sync facing answers that are not th
     expect(result.code).toBe(2);
     // Its first line; the lines after it are the hints of cli/explainFailure.ts.
     expect(result.stderr).toMatch(/^ticket-mirror: the API answered \/api\/v1\/tickets\S* with an HTML page \(HTTP 200\), not JSON: check TICKETS_API_URL and the token/);
+    expect(result.stderr.split('\n').filter(Boolean)).toHaveLength(1);
     expect(sim.log).toHaveLength(1);
+  }, 60_000);
+
+  it('a 429 is no ok sync (exit 1, until when), and the next sync, a process of its own, waits for it without a request', async () => {
+    sim.faults.inject({ kind: 'status429', retryAfterSec: 30, times: 1 });
+    const first = await runCli(['sync'], env, dir);
+    expect(first.code).toBe(1);
+    expect(first.stderr).toMatch(/^ticket-mirror: the API answered 429 \(too many requests\): no request before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+    expect(sim.log.map((r) => r.status)).toEqual([429]);
+    // Before: each process kept the 429's wait in memory only, and a sync run right after asked again at once.
+    const second = await runCli(['sync'], env, dir);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/the API answered 429 \(too many requests\): no request before/);
+    expect(sim.log).toHaveLength(1);
+  }, 60_000);
+
+  it('a list the API refuses (a 404 of its route alone) is no ok sync: the other lists are written, exit 1 naming it', async () => {
+    sim.faults.inject({ match: /^\/api\/v1\/tickets\/resolved/, kind: 'answer', answer: { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":"Not found."}' }, times: 5 });
+    const result = await runCli(['sync'], env, dir);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^ticket-mirror: a list could not be read: resolved list: /);
+    expect(result.stdout).toMatch(/^sync: \d+ requests, lists open, self, unassigned, /);
+    const written = await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from tickets where in_open`);
+    expect(written[0]!.n).toBe(3);
   }, 60_000);
 
   it('an answer over API_MAX_RESPONSE_BYTES fails the pass with its size, once, and is in the ledger', async () => {

@@ -72,7 +72,7 @@ describe('Daemon back-off', () => {
       async pass(): Promise<PassSummary> {
         const outcome = outcomes[Math.min(passes++, outcomes.length - 1)]!;
         if (outcome instanceof Error) throw outcome;
-        return { startedAt: 0, finishedAt: 0, requests: 1, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: outcome ? ['x'] : [], stoppedBy: outcome };
+        return { startedAt: 0, finishedAt: 0, requests: 1, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: outcome ? ['x'] : [], failedLists: [], stoppedBy: outcome };
       },
     };
     return { engine: engine as unknown as SyncEngine, passes: () => passes };

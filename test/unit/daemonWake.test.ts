@@ -52,7 +52,7 @@ describe('Daemon loop: wakes when the plan says', () => {
         const outcome = outcomes[Math.min(passes.length, outcomes.length - 1)]!;
         passes.push(clock.now() - T0);
         if (outcome instanceof Error) throw outcome;
-        return { startedAt: 0, finishedAt: 0, requests: 1, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: outcome ? ['x'] : [], stoppedBy: outcome };
+        return { startedAt: 0, finishedAt: 0, requests: 1, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: outcome ? ['x'] : [], failedLists: [], stoppedBy: outcome };
       },
       async plan() {
         return { wakeAt: opts.wakeAfter(clock.now()), daily: { allowed: 1296, polls: 0, liveDetails: 0, background: 0 } };
@@ -170,7 +170,7 @@ describe('Daemon loop: wakes when the plan says', () => {
       gate: new BudgetGate({ limits, clock, samples: [], realTimeInterval: false }),
       pass: async () => {
         passes++;
-        return { startedAt: 0, finishedAt: 0, requests: 0, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: [], stoppedBy: null };
+        return { startedAt: 0, finishedAt: 0, requests: 0, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: [], failedLists: [], stoppedBy: null };
       },
       plan: async () => ({ wakeAt: clock.now() + 60 * MIN, daily: { allowed: 1296, polls: 0, liveDetails: 0, background: 0 } }),
       workCounts: async () => ({ due: 0, backfill: 0 }),

@@ -19,6 +19,7 @@ const summary = (stoppedBy: PassStop | null = null, errors: string[] = []): Pass
   deleted: 0,
   missing: 0,
   errors,
+  failedLists: [],
   stoppedBy,
 });
 

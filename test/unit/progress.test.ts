@@ -21,7 +21,7 @@ const numbers = (n: Partial<BackfillNumbers> = {}): BackfillNumbers => ({
 });
 
 function passFinished(requests: number, finishedAt: number): PassSummary {
-  return { startedAt: finishedAt, finishedAt, requests, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: [], stoppedBy: null };
+  return { startedAt: finishedAt, finishedAt, requests, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: [], failedLists: [], stoppedBy: null };
 }
 
 describe('formatProgress', () => {
