@@ -8,7 +8,8 @@ import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
 import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
 import { budgetAt, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
-import type { ListName } from '../api/endpoints.ts';
+import { LIST_NAMES, type ListName } from '../api/endpoints.ts';
+import { emptyHistory } from '../model/plannerHistory.ts';
 
 /** Everything `status` (and the status page) shows, read from the database alone: no request is made. */
 export interface MirrorStatus {
@@ -32,6 +33,8 @@ export interface MirrorStatus {
   };
   backfill: { fetched: number; total: number; remaining: number; etaHours: number | null };
   freshness: { detailsDue: number; oldestDueSince: string | null; oldestOpenDetail: string | null; medianOpenDetailAgeMinutes: number | null };
+  /** Set when there is no mirror yet (see emptyStatus): why, and what creates it. */
+  none?: string;
 }
 
 export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
@@ -91,11 +94,34 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
   };
 }
 
+/**
+ * The status of a mirror that does not exist yet (no embedded database, or a database without ticket-mirror's tables):
+ * the whole budget, nothing synced, nothing mirrored — what `run` or `sync` would start from — with `none` saying why.
+ */
+export function emptyStatus(config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number, none: string): MirrorStatus {
+  const budget = budgetAt({ daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve }, [], now);
+  const lists = Object.fromEntries(LIST_NAMES.map((l) => [l, { lastPolledAt: null }])) as Record<ListName, { lastPolledAt: number | null }>;
+  const plan = planPass({ now, budget, lists, dueCount: 0, backfillCount: 0, openCount: 0, oldestDetailAt: null, oldestOpenDetailAt: null, history: emptyHistory() });
+  const zero = { tickets: 0, open: 0, self: 0, unassigned: 0, resolved: 0, missing: 0, deleted: 0, messages: 0, attachments: 0, outboxPending: 0, outboxFailed: 0 };
+  return {
+    now: new Date(now).toISOString(),
+    budget,
+    plan,
+    lastSync: null,
+    lastPolls: Object.fromEntries(LIST_NAMES.map((l) => [l, null])) as Record<ListName, string | null>,
+    counts: zero,
+    backfill: { fetched: 0, total: 0, remaining: 0, etaHours: null },
+    freshness: { detailsDue: 0, oldestDueSince: null, oldestOpenDetail: null, medianOpenDetailAgeMinutes: null },
+    none,
+  };
+}
+
 /** The status as lines of text for a terminal. */
 export function formatStatus(s: MirrorStatus): string {
   const b = s.budget;
   const pct = (n: number, d: number) => (d === 0 ? '0%' : `${Math.round((n / d) * 100)}%`);
   const lines = [
+    ...(s.none ? [`mirror    none yet: ${s.none}`] : []),
     `budget    ${b.dailyUsed} of ${b.dailyAllowed} requests used in the last 24 h (${pct(b.dailyUsed, b.dailyAllowed)}), ${b.minuteUsed} of ${b.minuteAllowed} in the last minute` +
       (b.foreignPerDay > 0 ? `; another client of the token uses about ${b.foreignPerDay} a day` : ''),
     `last sync ${s.lastSync ? `${s.lastSync.startedAt}: ${s.lastSync.requests} requests, ${s.lastSync.detailsFetched} details${s.lastSync.error ? `, error: ${s.lastSync.error}` : ''}` : 'never'}`,

@@ -3,7 +3,7 @@ import type { Database } from '../../db/connect.ts';
 import { migrationState, notMigrated } from '../../db/migrationState.ts';
 import type { DaemonRuntime } from '../../db/pgliteRuntime.ts';
 import { safeErrorMessage } from '../../errors.ts';
-import { formatStatus, mirrorStatus, type MirrorStatus } from '../../sync/status.ts';
+import { emptyStatus, formatStatus, mirrorStatus, type MirrorStatus } from '../../sync/status.ts';
 import type { CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 import { databasePlace, holderName, openMirror, openThroughSocket } from '../mirrorAccess.ts';
@@ -12,8 +12,9 @@ import { sqlAccess, type SqlAccess } from '../sqlAccess.ts';
 /**
  * `ticket-mirror status`: no request is made, and nothing is created or migrated. It reads the database directly —
  * PostgreSQL, or the embedded database when nobody holds it — or, while `run` holds the embedded database, the daemon:
- * its HTTP server's /status.json, else its SQL socket. A folder without a database, a database not migrated, or a
- * holder that cannot be read is said in one line, exit 1.
+ * its HTTP server's /status.json, else its SQL socket. A folder without a database, or a database without any table of
+ * ticket-mirror's, is a mirror not started yet: its empty status, with a line saying so, exit 0. A database an older
+ * version migrated, or a holder that cannot be read, is said in one line, exit 1.
  */
 
 /** What `status --json` prints: the mirror's status, how to reach it over SQL, and the daemon it was read from. */
@@ -44,10 +45,8 @@ async function readStatus(config: Config): Promise<StatusOutput> {
   const place = await openMirror(config);
   switch (place.kind) {
     case 'absent':
-      throw new ExitError(
-        `there is no embedded database in ${place.dir} yet (PGLITE_DIR): \`ticket-mirror run\` creates it, and so does \`ticket-mirror migrate\``,
-        EXIT.failure,
-      );
+      // Nothing to read, nothing wrong: what `run` would start from (exit 0, as the contract has it). Not created here.
+      return emptyStatus(config, Date.now(), `there is no embedded database in ${place.dir} yet (PGLITE_DIR): \`ticket-mirror run\` creates it, and so does \`ticket-mirror migrate\``);
     case 'held': {
       const { daemon, pid } = place.holder;
       if (!daemon) {
@@ -74,7 +73,13 @@ async function readStatus(config: Config): Promise<StatusOutput> {
 
 /** The status from the database itself, once it is known to be migrated. */
 async function directly(config: Config, database: Database): Promise<MirrorStatus> {
-  const problem = notMigrated(await migrationState(database.db, database.schema));
+  const state = await migrationState(database.db, database.schema);
+  const problem = notMigrated(state);
+  // A database without any table of ticket-mirror's is a mirror not started yet: its empty status. One migrated by an
+  // older version holds a mirror that cannot be read until it is migrated: that is a failure.
+  if (problem && state.pending === state.known) {
+    return emptyStatus(config, Date.now(), `${databasePlace(config)} is ${problem}: \`ticket-mirror run\` creates the tables, and so does \`ticket-mirror migrate\``);
+  }
   if (problem) {
     throw new ExitError(
       `${databasePlace(config)} is ${problem}: \`ticket-mirror migrate\` applies the migrations (so does \`run\` when it starts)`,
