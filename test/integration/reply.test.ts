@@ -6,6 +6,7 @@ import { openDatabase, queryRows, sql } from '../../src/db/connect.ts';
 import { NotFoundError } from '../../src/errors.ts';
 import { postReply } from '../../src/outbox/postReply.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { rebuildFromRaw } from '../../src/sync/rebuild.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
 import { runCli } from '../helpers/runProcess.ts';
@@ -45,6 +46,21 @@ describe.each(backends)('postReply on $name against the simulator', ({ open }) =
     expect(await count(m.db, sql`select count(*)::int as n from api_requests where kind = 'reply' and status = 201`)).toBe(1);
     // The reply changed the ticket in ways no list shows: its detail is due.
     expect(await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticketId} and detail_due_since is not null`)).toBe(1);
+  });
+
+  it('a rebuild from raw leaves a reply recorded after the ticket\'s last detail as it is, not removed', async () => {
+    const ticketId = m.sim.model.randomTicketId('open')!;
+    await m.runUntil(async () => (await count(m.db, sql`select count(*)::int as n from tickets where id = ${ticketId} and detail_synced_at is not null`)) === 1);
+    m.clock.advance(61_000);
+    const posted = await postReply(deps(), ticketId, 'Fixed in the next release.');
+    // The stored payload predates the reply: before, the rebuild marked it removed, at an instant before it was sent.
+    expect(await rebuildFromRaw(m.db)).toMatchObject({ failed: [] });
+    const [row] = await queryRows<{ removed_at: string | null }>(m.db, sql`select removed_at from messages where id = ${posted.messageId}`);
+    expect(row).toEqual({ removed_at: null });
+    // A message the payload no longer shows, recorded before it, is still marked removed.
+    await m.db.execute(sql`insert into messages (id, ticket_id, message, synced_at) select 'gone-1', id, 'old text', detail_synced_at - interval '1 day' from tickets where id = ${ticketId}`);
+    await rebuildFromRaw(m.db);
+    expect(await count(m.db, sql`select count(*)::int as n from messages where id = 'gone-1' and removed_at is not null`)).toBe(1);
   });
 
   it('throws NotFoundError for an unknown ticket and records nothing but the request', async () => {

@@ -66,7 +66,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
       detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
       detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
 
-  await writeMessages(tx, d, at);
+  await writeMessages(tx, d, at, requestedAt);
   await writeAttachments(tx, d, at);
 
   const before = old ?? null;
@@ -82,7 +82,13 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
   return { changed: !old || old.same_raw !== true };
 }
 
-async function writeMessages(tx: Tx, d: MappedDetail, at: string): Promise<void> {
+/**
+ * Writes the detail's messages; those of the ticket it no longer shows are marked removed — but only those the mirror
+ * held before `seenBy` (when the request left; for `rebuild`, when the payload was stored). A reply recorded at once
+ * after that (`ticket-mirror reply`, the outbox) is newer than the payload, not gone from it: `rebuild` marked such
+ * replies removed, at an instant before they were even sent.
+ */
+async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string): Promise<void> {
   const rows = JSON.stringify(
     d.messages.map((m) => ({
       id: m.id,
@@ -117,7 +123,7 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string): Promise<void>
   }
   await tx.execute(sql`
     update messages set removed_at = ${at}::timestamptz
-    where ticket_id = ${d.ticket.id} and removed_at is null
+    where ticket_id = ${d.ticket.id} and removed_at is null and (synced_at is null or synced_at <= ${seenBy}::timestamptz)
       and id not in (select jsonb_array_elements_text(${JSON.stringify(d.messages.map((m) => m.id))}::jsonb))`);
 }
 
@@ -157,7 +163,7 @@ export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string):
   const t = d.ticket;
   const set = sql.join(detailColumns(t).map(([c, v]) => sql`${sql.raw(c)} = ${v}`), sql`, `);
   await tx.execute(sql`update tickets set ${set} where id = ${t.id}`);
-  await writeMessages(tx, d, syncedAt);
+  await writeMessages(tx, d, syncedAt, syncedAt);
   await writeAttachments(tx, d, syncedAt);
 }
 
