@@ -68,6 +68,19 @@ async function afterMigrations(db: Db, report: ReportSettings | undefined): Prom
   });
 }
 
+/**
+ * A connection the server ends (pg_terminate_backend, a restart, a failover) must fail the query that uses it, never
+ * the process. pg emits 'error' on the client; while the client is idle in the pool, the pool re-emits it on itself,
+ * but while it is checked out — held by a transaction between two statements — the pool's listener is off, and an
+ * 'error' with no listener is an uncaught exception: the daemon exited 1 ("terminating connection due to
+ * administrator command", 57P01). Every client gets a listener of its own for its whole life; the error still reaches
+ * the query in progress, or the next one, as a rejected promise. The pool drops a client that errored.
+ */
+export function survivesLostConnections(pool: pg.Pool): void {
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+}
+
 async function openPostgres(url: string, schemaName: string, max: number, report: ReportSettings | undefined, applicationName = 'ticket-mirror'): Promise<Database> {
   // A poll of a list of 100,000 tickets allocates some 80 MB that dies within the poll (items, the batches' parameters),
   // much of it after outliving V8's young generation. V8 let the old generation reach ~100 MB between full collections
@@ -83,8 +96,7 @@ async function openPostgres(url: string, schemaName: string, max: number, report
     options: `-c TimeZone=UTC -c search_path=${schemaName}`,
     connectionTimeoutMillis: 10_000,
   });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener that kills the process.
-  pool.on('error', () => {});
+  survivesLostConnections(pool);
   const db = drizzlePg(pool, { schema }) as unknown as Db;
   return {
     db,

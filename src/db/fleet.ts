@@ -3,7 +3,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { intOption } from '../options.ts';
-import { quoteIdent, type Db } from './connect.ts';
+import { quoteIdent, survivesLostConnections, type Db } from './connect.ts';
 import { FLEET_FUNCTIONS, FLEET_RELATIONS } from './fleetComments.ts';
 import { applyComments } from './repos/comments.ts';
 
@@ -54,8 +54,7 @@ export async function openFleetDatabase(options: OpenFleetDatabaseOptions): Prom
     options: `-c TimeZone=UTC -c search_path=${schema}`,
     connectionTimeoutMillis: 10_000,
   });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener that kills the process.
-  pool.on('error', () => {});
+  survivesLostConnections(pool);
   const db = drizzlePg(pool) as unknown as Db;
   return {
     db,

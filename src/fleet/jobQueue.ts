@@ -1,7 +1,7 @@
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import type { Db } from '../db/connect.ts';
+import { survivesLostConnections, type Db } from '../db/connect.ts';
 import { recordPassOutcome, type PassOutcome } from '../db/repos/accounts.ts';
 import { databaseNowMs, lockAccountChain, openJobs, promoteLiveJobs, type OpenJob } from '../db/repos/fleetJobs.ts';
 import { safeErrorMessage } from '../errors.ts';
@@ -117,7 +117,7 @@ export class JobQueue {
       options: `-c TimeZone=UTC -c search_path=${o.fleetSchema}`,
       connectionTimeoutMillis: 10_000,
     });
-    this.#pool.on('error', () => {});
+    survivesLostConnections(this.#pool);
     const t = o.timing;
     this.#boss = new PgBoss({
       db: { executeSql: (text, values) => this.#execute(text, values) },

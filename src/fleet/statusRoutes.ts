@@ -2,7 +2,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { systemClock, type Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
-import type { Db } from '../db/connect.ts';
+import { survivesLostConnections, type Db } from '../db/connect.ts';
 import { safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Account } from '../db/repos/accounts.ts';
@@ -139,8 +139,7 @@ export async function fleetStatusRoutesFactory(o: {
     options: `-c TimeZone=UTC -c search_path=${o.fleet.schema}`,
     connectionTimeoutMillis: 10_000,
   });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener that ends the process.
-  pool.on('error', () => {});
+  survivesLostConnections(pool);
   const { routes } = fleetStatusRoutes({
     worker: o.worker,
     fleet: { db: drizzle(pool) as unknown as Db, schema: o.fleet.schema },

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import pg from 'pg';
 import { readFileSync } from 'node:fs';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,6 +99,32 @@ describe.skipIf(!postgresUrl)('DB_SCHEMA on PostgreSQL', () => {
       expect(rows).toHaveLength(1);
     } finally {
       await database.db.execute(sql`drop schema tm_schema_probe cascade`);
+      await database.close();
+    }
+  });
+});
+
+describe.skipIf(!postgresUrl)('PostgreSQL ending a connection the mirror holds', () => {
+  it('fails the query that uses it, never the process (pg_terminate_backend between two statements of a transaction)', async () => {
+    const database = await openDatabase({ databaseUrl: postgresUrl!, schema: 'public' });
+    const admin = new pg.Client({ connectionString: postgresUrl! });
+    await admin.connect();
+    try {
+      // The client the pool hands out, as a transaction holds it between two statements: the pool's own listener is off.
+      const pool = (database.db as unknown as { $client: pg.Pool }).$client;
+      const client = await pool.connect();
+      const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+      const closed = new Promise((resolve) => (client as unknown as { connection: { stream: NodeJS.EventEmitter } }).connection.stream.once('close', resolve));
+      await admin.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+      // The server's FATAL and the socket's end arrive with no query running: pg emits 'error' on the client. Without a
+      // listener of the client's own that was an uncaught exception, and the daemon exited 1 (a helper's probe).
+      await closed;
+      await expect(client.query('select 1')).rejects.toThrow();
+      client.release();
+      // The pool goes on with a new connection.
+      expect(await queryRows<{ one: number }>(database.db, sql`select 1 as one`)).toEqual([{ one: 1 }]);
+    } finally {
+      await admin.end();
       await database.close();
     }
   });
