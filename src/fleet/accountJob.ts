@@ -4,7 +4,6 @@ import type { Clock } from '../clock.ts';
 import type { Lease } from '../daemon/leader.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { getAccount, type Account, type PassOutcome } from '../db/repos/accounts.ts';
-import { latestRequestId } from '../db/repos/ledger.ts';
 import { nextReplyDueAt } from '../db/repos/outboxDue.ts';
 import { ACCOUNT_NAME_PATTERN } from '../db/fleetSchema.ts';
 import { AuthError, safeError, safeErrorMessage } from '../errors.ts';
@@ -146,7 +145,6 @@ async function runPass(c: JobContext, account: Account, lease: Lease): Promise<P
       const budget = runtime.engine.gate.snapshot();
       run.nextSlotAt = budget.nextSlotAt;
       if (budget.minuteAllowed > 0) run.minGapMs = Math.ceil((60 * SECOND_MS) / budget.minuteAllowed);
-      runtime.lastRequestId = await latestRequestId(runtime.database.db);
     } catch (error) {
       logger.warn({ err: safeErrorMessage(error) }, 'could not plan the next pass');
       runtime.broken = true;

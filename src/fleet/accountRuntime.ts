@@ -6,7 +6,6 @@ import type { FleetDatabase } from '../db/fleet.ts';
 import { migrationState } from '../db/migrationState.ts';
 import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
 import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
-import { latestRequestId } from '../db/repos/ledger.ts';
 import { logPasses } from '../daemon/compose.ts';
 import type { Logger } from '../logger.ts';
 import { SyncEngine } from '../sync/engine.ts';
@@ -36,8 +35,6 @@ export interface AccountRuntime {
   readonly abort: AbortController;
   /** What the entry was built from (see fingerprint). */
   readonly fingerprint: string;
-  /** The newest ledger row at the end of this process's last pass of the account; null before the first. */
-  lastRequestId: number | null;
   busy: boolean;
   usedAt: number;
   /** A pass saw it fail (lock lost, cut off): closed when released. */
@@ -81,14 +78,8 @@ export class RuntimeCache {
       await this.#close(entry);
       entry = undefined;
     }
-    if (entry) {
-      // Another process's requests since our last pass: the engine's memory of the budget is stale.
-      if (entry.lastRequestId !== null && (await latestRequestId(entry.database.db)) !== entry.lastRequestId) {
-        const { database, engine } = entry;
-        this.#entries.delete(account.name);
-        entry = this.#build(account, database, engine.tokenWorked);
-      }
-    } else {
+    // (Another process's requests since the last pass of the account: the engine loads the budget again itself.)
+    if (!entry) {
       await this.#makeRoom();
       const database = await openDatabase({ databaseUrl: this.#o.fleet.databaseUrl, schema: account.schemaName, poolSize: 1, applicationName: `tm ${account.name} ${this.#o.workerId}` });
       try {
@@ -111,7 +102,7 @@ export class RuntimeCache {
     return entry;
   }
 
-  /** Back after a pass: `lastRequestId` should be set by the caller; a broken entry is closed. */
+  /** Back after a pass; a broken entry is closed. */
   release(entry: AccountRuntime): void {
     entry.busy = false;
     if (entry.broken) void this.#close(entry);
@@ -126,8 +117,7 @@ export class RuntimeCache {
     await Promise.all([...this.#entries.values()].map((e) => this.#close(e)));
   }
 
-  /** `tokenWorked`: the API's JSON came back for this token through an engine this one replaces (see EngineOptions). */
-  #build(account: Account, database: Database, tokenWorked = false): AccountRuntime {
+  #build(account: Account, database: Database): AccountRuntime {
     const logger = this.#o.logger.child({ account: account.name });
     // The one place the token is opened: into the engine's memory, for this process's passes of the account.
     const apiToken = openToken(this.#o.key, account.name, account.tokenSealed);
@@ -147,7 +137,6 @@ export class RuntimeCache {
       logger,
       ...(this.#o.maxResponseBytes ? { maxResponseBytes: this.#o.maxResponseBytes } : {}),
       signal: AbortSignal.any([this.#o.hardStop, abort.signal]),
-      tokenWorked,
     });
     logPasses(engine, logger);
     const entry: AccountRuntime = {
@@ -156,7 +145,6 @@ export class RuntimeCache {
       engine,
       abort,
       fingerprint: fingerprint(account),
-      lastRequestId: null,
       busy: false,
       usedAt: this.#o.clock.now(),
       broken: false,

@@ -3,7 +3,8 @@ import { LIST_NAMES, type ListName, type RequestKind } from '../api/endpoints.ts
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
-import { dropRequest, insertRequest, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
+import type { LedgerSample } from '../model/ledgerSample.ts';
+import { dropRequest, insertRequest, ledgerSince, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { restampFuture } from '../db/repos/clockSetBack.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
@@ -108,6 +109,9 @@ export class SyncEngine {
    * failure instead, as after a poll that worked. Kept in memory: after a restart a failed list is asked for once more.
    */
   readonly #listFailedAt = new Map<ListName, number>();
+  /** The newest ledger row the last look covered (see #othersSpent), and the rows this engine wrote after it. */
+  #ledgerSeen = 0;
+  readonly #ownRows = new Set<number>();
 
   constructor(options: EngineOptions) {
     intOption('concurrency', options.concurrency, 2);
@@ -118,9 +122,8 @@ export class SyncEngine {
   async init(): Promise<void> {
     if (this.#gate) return;
     const { db, clock, limits } = this.#o;
-    const samples = await loadSamples(db, clock.now() - DAY_MS, limits, (missing) =>
-      this.#o.logger.warn({ missing }, 'api_requests lacks requests that sync_runs recorded in the last 24 h (a TRUNCATE or DELETE?): counted as sent at the end of their passes'),
-    );
+    this.#ledgerSeen = (await ledgerSince(db, 0, [])).latest;
+    const samples = await this.#loadSamples(clock.now());
     this.#gate = new BudgetGate({ limits, clock, samples, realTimeInterval: this.#o.realTime !== false, concurrency: this.#o.concurrency });
     this.#client = new ApiClient({
       baseUrl: this.#o.apiUrl,
@@ -134,6 +137,27 @@ export class SyncEngine {
       ...(this.#o.sleep ? { sleep: this.#o.sleep } : {}),
       ...(this.#o.signal ? { signal: this.#o.signal } : {}),
     });
+  }
+
+  #loadSamples(now: number): Promise<LedgerSample[]> {
+    return loadSamples(this.#o.db, now - DAY_MS, this.#o.limits, (missing) =>
+      this.#o.logger.warn({ missing }, 'api_requests lacks requests that sync_runs recorded in the last 24 h (a TRUNCATE or DELETE?): counted as sent at the end of their passes'),
+    );
+  }
+
+  /**
+   * Before a pass: when another process wrote to the ledger since the last look — a `sync`, `check`, `reply` or
+   * `attachment` beside `run` (on PostgreSQL, or through the embedded database's SQL socket) — the budget is loaded
+   * again. Before, the gate held the ledger as it was at start plus its own requests, and a daemon beside 240 `check`s
+   * went on spending a budget it believed three quarters unspent, past the daily limit into a 429 (a helper's probe).
+   * One small query a pass: the rows after the last one seen.
+   */
+  async #othersSpent(now: number): Promise<void> {
+    await this.#pendingLedger;
+    const since = await ledgerSince(this.#o.db, this.#ledgerSeen, [...this.#ownRows]);
+    for (const id of this.#ownRows) if (id <= since.latest) this.#ownRows.delete(id);
+    this.#ledgerSeen = Math.max(this.#ledgerSeen, since.latest);
+    if (since.others) this.gate.reload(await this.#loadSamples(now));
   }
 
   get gate(): BudgetGate {
@@ -189,6 +213,7 @@ export class SyncEngine {
     await this.init();
     const startedAt = this.#o.clock.now();
     await this.#afterClockSetBack(startedAt);
+    await this.#othersSpent(startedAt);
     const plan = await this.plan(startedAt);
     this.events.safeEmit('pass:started', { at: startedAt, plan });
     this.#requestsThisPass = 0;
@@ -448,6 +473,7 @@ export class SyncEngine {
     let id: number | undefined;
     await this.#ledgerWrite(async () => {
       id = await openRequest(this.#o.db, start);
+      this.#ownRows.add(id);
     });
     return (entry: LedgerEntry) => {
       if (entry.notSent !== undefined) {

@@ -16,7 +16,8 @@ import { allowedPerMinute, budgetAt, type BudgetLimits, type BudgetSnapshot } fr
  * work; the budget refuses a request that would break the rolling-24 h allowance (or the minute allowance as the
  * ledger and the server's headers see it, which also holds across restarts, where the queue's memory does not).
  *
- * The in-memory samples mirror the ledger table: loaded once at start, appended on every request.
+ * The in-memory samples mirror the ledger table: loaded at start, appended on every request, and loaded again when
+ * another process wrote to the ledger (SyncEngine looks before each pass).
  */
 
 export const PRIORITY: Record<RequestKind, number> = {
@@ -171,11 +172,16 @@ export class BudgetGate implements RequestGate {
    * ledger's again, and a 429's back-off, reckoned on the clock that ran ahead, ends as much earlier.
    */
   clockSetBack(samples: readonly LedgerSample[], aheadMs: number): void {
+    this.reload(samples);
+    const now = this.#clock.now();
+    if (this.#blockedUntil > now) this.#blockedUntil = Math.max(now, this.#blockedUntil - aheadMs);
+  }
+
+  /** The ledger's samples again, as loaded: other processes wrote to it (SyncEngine's look before each pass). */
+  reload(samples: readonly LedgerSample[]): void {
     // Not splice(0, n, ...samples): a token with a large allowance has more samples than a call takes arguments.
     this.#samples.length = 0;
     for (const sample of samples) this.#samples.push(sample);
-    const now = this.#clock.now();
-    if (this.#blockedUntil > now) this.#blockedUntil = Math.max(now, this.#blockedUntil - aheadMs);
   }
 
   /** Waits for the requests already queued. */

@@ -37,6 +37,22 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(m.sim.log.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
+  it('counts what other processes wrote to the ledger since its last pass: a budget they spent is not spent again', async () => {
+    await m.runUntil(synced);
+    const before = m.engine.gate.snapshot();
+    // Another process on the same database — a `check` or `sync` beside `run` — records its requests in the ledger.
+    const others = before.dailyLeft - 3;
+    await m.db.execute(sql`insert into api_requests (at, method, path, status, kind)
+      select ${new Date(m.clock.now() - 60_000).toISOString()}::timestamptz, 'GET', '/api/v1/tickets/self', 200, 'lookup' from generate_series(1, ${others})`);
+    m.clock.advance(61_000);
+    const sent = m.sim.log.length;
+    await m.runFor(10 * 60_000);
+    // Before, the engine kept the ledger as it was at start plus its own requests, and went on spending past the limit.
+    expect(m.engine.gate.snapshot().dailyUsed).toBeGreaterThanOrEqual(before.dailyUsed + others);
+    expect(m.sim.log.length - sent).toBeLessThanOrEqual(3);
+    expect(await count(m.db, sql`select count(*)::int as n from api_requests`)).toBeLessThanOrEqual(before.dailyAllowed);
+  });
+
   it('catches every kind of change, with history rows', async () => {
     await m.runUntil(synced);
     const model = m.sim.model;

@@ -127,10 +127,14 @@ export function requestsByHour(
 }
 
 /**
- * The id of the newest ledger row (0 when there is none): a process that caches an engine between passes (a fleet
- * worker) compares it with what it saw last, to learn whether another process has spent the budget meanwhile.
+ * What the ledger gained after row `after` (an id): its newest id then (`after` when nothing), and whether any of the
+ * rows is not among `own` — another process (a `sync`, `check` or `reply` beside `run`) spent the token's budget.
  */
-export async function latestRequestId(tx: Tx): Promise<number> {
-  const [row] = await queryRows<{ id: string | number | null }>(tx, sql`select max(id) as id from api_requests`);
-  return Number(row?.id ?? 0);
+export async function ledgerSince(tx: Tx, after: number, own: readonly number[]): Promise<{ latest: number; others: boolean }> {
+  const [row] = await queryRows<{ latest: string | number | null; others: number }>(
+    tx,
+    sql`select max(id) as latest, count(*) filter (where id not in (select jsonb_array_elements_text(${JSON.stringify(own)}::jsonb)::bigint))::int as others
+        from api_requests where id > ${after}`,
+  );
+  return { latest: Number(row?.latest ?? after), others: (row?.others ?? 0) > 0 };
 }
