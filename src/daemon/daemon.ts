@@ -187,6 +187,31 @@ export class Daemon {
     return perMinute > 0 ? Math.ceil((60 * SECOND_MS) / perMinute) : WAKE.planFailedMs;
   }
 
+  /**
+   * For a pass: whether the after-pass work (a reply row) waits, asked of its local probe at most every `probeMs` while
+   * the pass runs. When it does, the pass leaves its background work (backfill, re-reads) there and the reply goes
+   * next: with a large allowance a pass queued a hundred re-reads, and a reply inserted meanwhile waited behind all of
+   * them (21 s where the README promises about 5; a helper's probe). The next pass takes the background up again.
+   */
+  #afterPassWaits(): () => boolean {
+    if (!this.#o.afterPass?.waiting) return () => false;
+    let waits = false;
+    let probing = false;
+    let probedAt = Number.NEGATIVE_INFINITY;
+    return () => {
+      const now = this.#o.clock.now();
+      if (!waits && !probing && now - probedAt >= WAKE.probeMs) {
+        probing = true;
+        probedAt = now;
+        void this.#waiting().then((n) => {
+          waits = (n ?? 0) > 0;
+          probing = false;
+        });
+      }
+      return waits;
+    };
+  }
+
   async #waiting(): Promise<number | null> {
     const probe = this.#o.afterPass?.waiting;
     if (!probe) return null;
@@ -212,7 +237,7 @@ export class Daemon {
     // Whether this tick ended in trouble: only a tick without any keeps the count of failures at zero.
     let failed = false;
     try {
-      const summary = await this.#o.engine.pass();
+      const summary = await this.#o.engine.pass({ yieldBackground: this.#afterPassWaits() });
       if (summary.stoppedBy === 'server_error') {
         this.#backOff(now, FAILURE_BACKOFF, summary.errors[0] ?? 'server error');
         failed = true;

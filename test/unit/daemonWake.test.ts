@@ -188,3 +188,40 @@ describe('Daemon loop: wakes when the plan says', () => {
     expect(daemon.health.state).toBe('stopped');
   });
 });
+
+describe('Daemon pass: a reply that waits ends the background work', () => {
+  it('a pass stops its re-reads once the after-pass probe sees a reply waiting, and the reply goes next', async () => {
+    const clock = new ManualClock(T0);
+    const gate = new BudgetGate({ limits, clock, samples: [], realTimeInterval: false });
+    const order: string[] = [];
+    let background = 0;
+    const engine = {
+      limits,
+      gate,
+      async pass(options: { yieldBackground?: () => boolean } = {}): Promise<PassSummary> {
+        // 120 re-reads a second apart, each asking first whether to make room, as the engine's workers do.
+        for (let i = 0; i < 120; i++) {
+          if (options.yieldBackground?.()) break;
+          background++;
+          clock.advance(S);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        order.push(`pass: ${background} re-reads`);
+        return { startedAt: 0, finishedAt: 0, requests: background, polls: [], ticketsChanged: 0, detailsFetched: 0, deleted: 0, missing: 0, errors: [], failedLists: [], stoppedBy: null };
+      },
+      async plan() {
+        return { wakeAt: clock.now() + 5 * MIN, daily: { allowed: 1296, polls: 0, liveDetails: 0, background: 0 } };
+      },
+      async workCounts() {
+        return { due: 0, backfill: 0 };
+      },
+    } as unknown as SyncEngine;
+    // A reply row inserted 3 s into the pass.
+    const afterPass: AfterPass = Object.assign(async () => void order.push('outbox'), { waiting: async () => (clock.now() - T0 >= 3 * S ? 1 : 0) });
+    const daemon = new Daemon({ engine, clock, logger, afterPass, sleep: async () => {} });
+    await daemon.tick();
+    // Before: all 120 re-reads (two minutes here), then the reply.
+    expect(background).toBeLessThanOrEqual(WAKE.probeMs / S + 2);
+    expect(order).toEqual([`pass: ${background} re-reads`, 'outbox']);
+  });
+});
