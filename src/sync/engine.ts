@@ -6,6 +6,7 @@ import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/detai
 import type { LedgerSample } from '../model/ledgerSample.ts';
 import { dropRequest, insertRequest, ledgerSince, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { restampFuture } from '../db/repos/clockSetBack.ts';
+import { collapsePassStates } from '../db/repos/history.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import {
@@ -244,6 +245,9 @@ export class SyncEngine {
     };
     try {
       await this.#runPlan(plan, summary, yieldNow);
+      // Each list, and each detail, was written on its own: a ticket the pass saw change has a history row for each of
+      // those writes. One row per observed state: the pass's rows of a ticket are made one (see collapsePassStates).
+      if (summary.polls.length > 0) await this.#o.db.transaction((tx) => collapsePassStates(tx, isoMicros(startedAt)));
     } catch (error) {
       // Told safely: a database error's message would list the ticket's content (see DatabaseError).
       const e = safeError(error);

@@ -53,6 +53,27 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(await count(m.db, sql`select count(*)::int as n from api_requests`)).toBeLessThanOrEqual(before.dailyAllowed);
   });
 
+  it('one history row per observed state: a ticket moved from one list to another between two polls of a sweep gets one row', async () => {
+    await m.runUntil(synced);
+    const model = m.sim.model;
+    const moved = model.listUnassigned().find((t) => t.status !== 'resolved')!.id;
+    const before = await historyOf(m.db, moved);
+    model.assign(moved, 'self');
+    await m.runFor(HOUR);
+    const after = await historyOf(m.db, moved);
+    // Before: a row in `self` and still in `unassigned`, for the time between the two lists' polls, which no poll saw,
+    // then one in `self` assigned to nobody, until the detail of the same pass.
+    expect(after.filter((h) => h.in_self && h.in_unassigned)).toEqual([]);
+    expect(after).toHaveLength(before.length + 1);
+    const [previous, current] = after.slice(-2);
+    expect(current).toMatchObject({ in_self: true, in_unassigned: false, assigned_to: model.self, valid_to: null });
+    expect(previous!.valid_to).toBe(current!.valid_from);
+    // The change happened in (changed_after, valid_from]: after the state before was last seen, by this pass's first poll.
+    expect(Date.parse(current!.changed_after!)).toBeLessThanOrEqual(Date.parse(current!.valid_from));
+    expect(Date.parse(current!.changed_after!)).toBeGreaterThan(Date.parse(before.at(-1)!.valid_from));
+    expect(await count(m.db, sql`select count(*)::int as n from ticket_history where valid_to is null and ticket_id = ${moved}`)).toBe(1);
+  });
+
   it('catches every kind of change, with history rows', async () => {
     await m.runUntil(synced);
     const model = m.sim.model;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { recordDetailFailure } from '../../src/db/repos/details.ts';
@@ -16,6 +17,12 @@ import { formatStatus, mirrorStatus } from '../../src/sync/status.ts';
 import { DAY_MS } from '../../src/time.ts';
 import { backends, freshPostgres, postgresUrl, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror } from '../helpers/mirror.ts';
+
+/** Migrations from 0012 on: the journal's entries after 0011_… (its tag). */
+const MIGRATIONS_SINCE_0012: number = (() => {
+  const entries: Array<{ tag: string }> = JSON.parse(readFileSync(new URL('../../migrations/meta/_journal.json', import.meta.url), 'utf8')).entries;
+  return entries.length - 1 - entries.findIndex((e) => e.tag.startsWith('0011_'));
+})();
 
 /**
  * The mirror's tables are the user's to query, and to write: rows they insert are outside input. Millions of ledger
@@ -135,8 +142,8 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     await database.db.execute(sql`insert into api_requests (at, method, path) values ('infinity', 'GET', '/x'), ('-infinity', 'GET', '/y')`);
     await database.db.execute(sql`insert into list_polls (list, at, items, changes) values ('open', 'infinity', 1, 0)`);
     await database.db.execute(sql`update tickets set detail_synced_at = '-infinity', detail_retry_after = 'infinity', created_at = '20000-01-01T00:00:00Z'`);
-    // 0012 and 0013, applied again.
-    await database.db.execute(sql`delete from __ticket_mirror_migrations where id > (select max(id) - 2 from __ticket_mirror_migrations)`);
+    // 0012 and 0013 (and every one after them), applied again.
+    await database.db.execute(sql`delete from __ticket_mirror_migrations where id > (select max(id) - ${MIGRATIONS_SINCE_0012} from __ticket_mirror_migrations)`);
     const [before] = await queryRows<{ now: string }>(database.db, sql`select now()::text as now`);
     await database.migrate();
 
