@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import type { LedgerSample } from '../model/ledgerSample.ts';
-import { dropRequest, insertRequest, ledgerSince, loadSamples, openRequest, settleRequest } from '../db/repos/ledger.ts';
+import { dropRequest, insertRequest, ledgerSince, loadSamples, newestRequestId, openRequest, settleRequest } from '../db/repos/ledger.ts';
 import { restampFuture } from '../db/repos/clockSetBack.ts';
 import { collapsePassStates } from '../db/repos/history.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
@@ -123,7 +123,7 @@ export class SyncEngine {
   async init(): Promise<void> {
     if (this.#gate) return;
     const { db, clock, limits } = this.#o;
-    this.#ledgerSeen = (await ledgerSince(db, 0, [])).latest;
+    this.#ledgerSeen = await newestRequestId(db);
     const samples = await this.#loadSamples(clock.now());
     this.#gate = new BudgetGate({ limits, clock, samples, realTimeInterval: this.#o.realTime !== false, concurrency: this.#o.concurrency });
     this.#client = new ApiClient({

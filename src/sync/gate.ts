@@ -69,15 +69,7 @@ export class BudgetGate implements RequestGate {
     this.#limits = options.limits;
     this.#clock = options.clock;
     this.#samples = options.samples;
-    // The service's own 429s at the end of the ledger hold this process back too: a `sync` run a minute after another
-    // was throttled asked again at once (each process kept the block in memory only). The Retry-After is not in the
-    // ledger, so the wait is what a 429 without one gets, and beyond it the back-off of the 429s in a row.
-    let throttled = 0;
-    while (throttled < this.#samples.length && this.#samples[this.#samples.length - 1 - throttled]!.status === 429) throttled++;
-    if (throttled > 0) {
-      this.#rateLimitedStreak = throttled;
-      this.#blockedUntil = this.#samples.at(-1)!.at + Math.max(retryAfterMs({}), backoffDelay(RATE_LIMIT_BACKOFF, throttled));
-    }
+    this.#throttledByLedger();
     const perMinute = allowedPerMinute(options.limits);
     this.#queue = new PQueue({
       concurrency: intOption('concurrency', options.concurrency, 2),
@@ -182,6 +174,22 @@ export class BudgetGate implements RequestGate {
     // Not splice(0, n, ...samples): a token with a large allowance has more samples than a call takes arguments.
     this.#samples.length = 0;
     for (const sample of samples) this.#samples.push(sample);
+    this.#throttledByLedger();
+  }
+
+  /**
+   * The service's own 429s at the end of the ledger hold this process back too, whoever got them: a `sync` run a
+   * minute after another was throttled asked again at once (each process kept the wait in memory only). The
+   * Retry-After is not in the ledger, so the wait is what a 429 without one gets, and beyond it the back-off of the
+   * 429s in a row.
+   */
+  #throttledByLedger(): void {
+    let throttled = 0;
+    while (throttled < this.#samples.length && this.#samples[this.#samples.length - 1 - throttled]!.status === 429) throttled++;
+    if (throttled === 0) return;
+    this.#rateLimitedStreak = Math.max(this.#rateLimitedStreak, throttled);
+    const until = this.#samples.at(-1)!.at + Math.max(retryAfterMs({}), backoffDelay(RATE_LIMIT_BACKOFF, throttled));
+    this.#blockedUntil = Math.max(this.#blockedUntil, until);
   }
 
   /** Waits for the requests already queued. */

@@ -126,6 +126,12 @@ export function requestsByHour(
   );
 }
 
+/** The id of the newest ledger row, 0 when there is none (the primary key's index: no scan). */
+export async function newestRequestId(tx: Tx): Promise<number> {
+  const [row] = await queryRows<{ id: string | number | null }>(tx, sql`select max(id) as id from api_requests`);
+  return Number(row?.id ?? 0);
+}
+
 /**
  * What the ledger gained after row `after` (an id): its newest id then (`after` when nothing), and whether any of the
  * rows is not among `own` — another process (a `sync`, `check` or `reply` beside `run`) spent the token's budget.
