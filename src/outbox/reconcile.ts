@@ -47,15 +47,14 @@ export function reconcile(input: ReconcileInput): Reconciliation {
   const since = toEpochMicros(input.sendingSince);
   if (since === null) throw new TypeError(`sendingSince is not a timestamp: ${input.sendingSince}`);
   const earliest = since - BigInt(Math.round(msOption('marginMs', input.marginMs, 60_000))) * 1000n;
-  const text = input.text;
   const recent = input.messages
     .filter((m) => isAuthoredBy(m.author, input.self) && !input.claimed.has(m.id) && !createdBefore(m, earliest))
     .sort(byCreatedAt);
-  const same = recent.find((m) => m.message !== null && sameReplyText(m.message, text));
+  const same = recent.find((m) => m.message !== null && sameReplyText(m.message, input.text));
   if (same) return { outcome: 'posted', message: same };
   const echoSince = since - BigInt(ECHO_WINDOW_MS) * 1000n;
   const echo = input.messages.find(
-    (m) => !input.claimed.has(m.id) && m.message !== null && sameReplyText(m.message, text) && !createdBefore(m, echoSince),
+    (m) => !input.claimed.has(m.id) && m.message !== null && sameReplyText(m.message, input.text) && !createdBefore(m, echoSince),
   );
   if (echo) {
     return {

@@ -245,9 +245,6 @@ export class SyncEngine {
     };
     try {
       await this.#runPlan(plan, summary, yieldNow);
-      // Each list, and each detail, was written on its own: a ticket the pass saw change has a history row for each of
-      // those writes. One row per observed state: the pass's rows of a ticket are made one (see collapsePassStates).
-      if (summary.polls.length > 0) await this.#o.db.transaction((tx) => collapsePassStates(tx, isoMicros(startedAt)));
     } catch (error) {
       // Told safely: a database error's message would list the ticket's content (see DatabaseError).
       const e = safeError(error);
@@ -256,10 +253,12 @@ export class SyncEngine {
       summary.stopError = e;
       // A throttled or troubled service ends the pass quietly (the summary says why); anything else is the caller's.
       if (summary.stoppedBy !== 'rate_limited' && summary.stoppedBy !== 'server_error') {
+        await this.#collapseStates(summary);
         await this.#finish(summary);
         throw e;
       }
     }
+    await this.#collapseStates(summary);
     await this.#finish(summary);
     return summary;
   }
@@ -501,6 +500,20 @@ export class SyncEngine {
       .then(write)
       .catch((error: unknown) => this.#o.logger.error({ err: safeErrorMessage(error) }, 'could not record a request in api_requests'));
     return this.#pendingLedger;
+  }
+
+  /**
+   * Each list, and each detail, was written on its own: a ticket the pass saw change has a history row for each of those
+   * writes. One row per observed state: the pass's rows of a ticket are made one (see collapsePassStates) — also when
+   * the pass ended early (a 429 after the polls), or the rows of a moment no poll saw would stay.
+   */
+  async #collapseStates(summary: PassSummary): Promise<void> {
+    if (summary.polls.length === 0) return;
+    try {
+      await this.#o.db.transaction((tx) => collapsePassStates(tx, isoMicros(summary.startedAt)));
+    } catch (error) {
+      this.#o.logger.warn({ err: safeErrorMessage(error) }, 'could not make the pass\'s history rows one per ticket');
+    }
   }
 
   async #finish(summary: PassSummary): Promise<void> {

@@ -187,8 +187,10 @@ export class BudgetGate implements RequestGate {
     let throttled = 0;
     while (throttled < this.#samples.length && this.#samples[this.#samples.length - 1 - throttled]!.status === 429) throttled++;
     if (throttled === 0) return;
-    this.#rateLimitedStreak = Math.max(this.#rateLimitedStreak, throttled);
     const until = this.#samples.at(-1)!.at + Math.max(retryAfterMs({}), backoffDelay(RATE_LIMIT_BACKOFF, throttled));
+    // A wait long over (the process was down since) says nothing of now: it neither blocks nor lengthens the back-off.
+    if (until <= this.#clock.now()) return;
+    this.#rateLimitedStreak = Math.max(this.#rateLimitedStreak, throttled);
     this.#blockedUntil = Math.max(this.#blockedUntil, until);
   }
 

@@ -121,7 +121,7 @@ export function formatStatus(s: MirrorStatus): string {
   const b = s.budget;
   const pct = (n: number, d: number) => (d === 0 ? '0%' : `${Math.round((n / d) * 100)}%`);
   const lines = [
-    ...(s.none ? [`mirror    none yet: ${s.none}`] : []),
+    ...(s.none ? [`mirror    none yet: ${safeText(s.none)}`] : []),
     `budget    ${b.dailyUsed} of ${b.dailyAllowed} requests used in the last 24 h (${pct(b.dailyUsed, b.dailyAllowed)}), ${b.minuteUsed} of ${b.minuteAllowed} in the last minute` +
       (b.foreignPerDay > 0 ? `; another client of the token uses about ${b.foreignPerDay} a day` : ''),
     `last sync ${s.lastSync ? `${s.lastSync.startedAt}: ${s.lastSync.requests} requests, ${s.lastSync.detailsFetched} details${s.lastSync.error ? `, error: ${s.lastSync.error}` : ''}` : 'never'}`,
