@@ -4,4 +4,7 @@
 import { register } from 'tsx/esm/api';
 
 register();
+// Before the rest of the sources compile (about two seconds): a SIGTERM meanwhile is held for the command, see there.
+const { holdSignals } = await import('../src/cli/heldSignals.ts');
+holdSignals();
 await import('../src/cli/main.ts');

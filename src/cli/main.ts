@@ -1,6 +1,7 @@
 import { CommanderError } from 'commander';
 import type { LogLevel } from '../config/loadConfig.ts';
 import { createLogger, type Logger } from '../logger.ts';
+import { holdSignals, releaseHeldSignals } from './heldSignals.ts';
 import { installProcessGuards } from './processGuards.ts';
 import { buildProgram, commandLine, reportFailure } from './program.ts';
 
@@ -16,6 +17,9 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     process.exitCode = reportFailure(error);
+  } finally {
+    // No command took them (--help, a parse error, a failure before the action): their default action, as it would have been.
+    releaseHeldSignals();
   }
 }
 
@@ -28,5 +32,7 @@ function guardLogger(level: string | undefined): Logger {
   }
 }
 
+// Already held by bin/ticket-mirror.js; here for dist/cli/main.js, whose commands load their modules when they start.
+holdSignals();
 installProcessGuards(guardLogger(process.env.LOG_LEVEL));
 await main(process.argv);

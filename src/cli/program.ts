@@ -8,6 +8,7 @@ import type { AddOptions } from './commands/accounts.ts';
 import { commandContext, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
 import { explainFailure, type FailureSettings } from './explainFailure.ts';
+import { releaseHeldSignals, takeHeldSignals } from './heldSignals.ts';
 import { refuseWhileHeld } from './whileHeld.ts';
 
 /**
@@ -33,6 +34,16 @@ function integer(value: string): number {
   return n;
 }
 
+/** The commands that listen for SIGTERM and SIGINT themselves, and take those that came while the command line loaded. */
+const LISTENING: ReadonlySet<string> = new Set(['run', 'demo', 'simulator', 'fleet run']);
+
+/** `fleet run` for the command `run` under `fleet`: the names from the program's down to this one. */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
 export function buildProgram(): Command {
   const program = new Command('ticket-mirror')
     .description('Mirror the Support Ticket API into PostgreSQL, within its request quota, for plain-SQL reporting.')
@@ -44,8 +55,12 @@ export function buildProgram(): Command {
     .configureOutput({ outputError: (text, write) => write(withoutOptionValues(text)) })
     // Before the commands are added, so that they inherit it: a parse error throws (main sets the exit code to 1).
     .exitOverride()
-    // A command that must write stops before it starts, saying what to do, while `run` holds the embedded database.
-    .hook('preAction', (_program, action) => refuseWhileHeld(action.name()));
+    .hook('preAction', (_program, action) => {
+      // A command that does not listen for SIGTERM and SIGINT gets their default action back (see heldSignals.ts).
+      if (!LISTENING.has(commandPath(action))) releaseHeldSignals();
+      // A command that must write stops before it starts, saying what to do, while `run` holds the embedded database.
+      refuseWhileHeld(action.name());
+    });
 
   program
     .command('migrate')
@@ -156,7 +171,9 @@ export function buildProgram(): Command {
     .option('--accounts <n>', 'serve N accounts, tokens sim-token-1 … sim-token-N, each its own data and limits', integer)
     .action(async (options: { port: number; seed: number; host: string; accounts?: number }) => {
       const { runSimulatorCommand } = await import('../simulator/cli.ts');
-      await runSimulatorCommand(options);
+      // A signal that came while the command line loaded stops it as soon as it has started (see heldSignals.ts).
+      const held = takeHeldSignals().length > 0;
+      await runSimulatorCommand({ ...options, signal: held ? AbortSignal.abort() : undefined });
     });
 
   program

@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
-import { freePort, get, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
+import { freePort, get, startCommand, startRun, waitUntil, type RunProcess } from '../helpers/runProcess.ts';
 
 /**
  * SIGTERM in the middle of a pass: every API answer is held back 20 s (a `slow` fault), so a request is in flight
@@ -82,5 +83,38 @@ describe('run stops on a signal', { timeout: 180_000 }, () => {
     expect(code).toBe(128 + 15);
     expect(r.output()).toContain('second signal: exiting now');
     expect(r.output()).not.toContain('"msg":"stopped"');
+  }, 150_000);
+
+  /**
+   * Whether the process has a handler of its own for SIGHUP (its SigCgt mask in /proc). Node installs none, nor does
+   * it for SIGTERM one that keeps the process alive: the first JavaScript handler of a stopping signal is the one the
+   * bin installs before the sources compile (cli/heldSignals.ts), so this is the earliest a signal can be held.
+   */
+  const holdsSignals = (pid: number): boolean => {
+    const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return mask !== undefined && (BigInt(`0x${mask}`) & 1n) === 1n;
+  };
+
+  // tsx compiles the sources for about two seconds before `run` listens: a SIGTERM then ended it with 143, orphaning
+  // nothing but failing the supervisor's graceful stop.
+  it('SIGTERM while it starts (the sources still compiling): exit 0, migrated, and not one request sent', async () => {
+    run = startRun({ TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info' });
+    const r = run;
+    await waitUntil('the process holds the stopping signals', () => holdsSignals(r.pid), 30_000, r);
+    r.child.kill('SIGTERM');
+    expect(await r.exited).toEqual({ code: 0, signal: null });
+    expect(r.output()).toContain('"signal":"SIGTERM","msg":"stopping before the first pass"');
+    expect(r.output()).toContain('"msg":"stopped"');
+    expect(sim.log).toEqual([]);
+  }, 150_000);
+
+  // The other commands do not listen: a signal held while they load gets its default action once they are known.
+  it('SIGTERM while `sync` starts ends it as the signal does by default, held no longer than the loading', async () => {
+    run = startCommand(['sync'], { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info' });
+    const r = run;
+    await waitUntil('the process holds the stopping signals', () => holdsSignals(r.pid), 30_000, r);
+    r.child.kill('SIGTERM');
+    // Every answer is held back 20 s: a sync that had swallowed the signal would still be waiting for its first.
+    expect(await r.exited).toEqual({ code: null, signal: 'SIGTERM' });
   }, 150_000);
 });

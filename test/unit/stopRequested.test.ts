@@ -27,6 +27,19 @@ describe('stopRequested', () => {
     expect(exits).toEqual([]);
   });
 
+  it('acts on the signals held while the command line loaded, as if it had been listening', async () => {
+    const once = new EventEmitter();
+    const exits: number[] = [];
+    const logger = createLogger('silent');
+    expect(await stopRequested(logger, { startedByNpm: false, signals: once, exit: (code) => exits.push(code), heldSignals: () => ['SIGTERM'] })).toBe('SIGTERM');
+    // The same one twice is one request; another one after it exits at once, as it would have.
+    const twice = stopRequested(logger, { startedByNpm: false, signals: new EventEmitter(), exit: (code) => exits.push(code), heldSignals: () => ['SIGINT', 'SIGINT'] });
+    expect(await twice).toBe('SIGINT');
+    expect(exits).toEqual([]);
+    void stopRequested(logger, { startedByNpm: false, signals: new EventEmitter(), exit: (code) => exits.push(code), heldSignals: () => ['SIGTERM', 'SIGINT'] });
+    expect(exits).toEqual([130]);
+  });
+
   it('takes SIGHUP (its terminal closed) as a request to stop, as SIGTERM', async () => {
     const { signals, exits, requested } = setUp();
     signals.emit('SIGHUP', 'SIGHUP');

@@ -6,6 +6,7 @@ import { removeDaemonRuntime, writeDaemonRuntime, type DaemonRuntime } from '../
 import type { Logger } from '../../logger.ts';
 import { outboxAfterPass } from '../../outbox/deliver.ts';
 import { openConfiguredDatabase, type CommandContext } from '../context.ts';
+import { takeHeldSignals } from '../heldSignals.ts';
 import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 
 /**
@@ -17,6 +18,8 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
   requireApi(config);
   // Listening first: a signal that arrives while the database opens still stops gracefully.
   const signalled = stopRequested(logger, { startedByNpm: process.env.npm_lifecycle_event !== undefined });
+  let stopBefore: Awaited<typeof signalled> | undefined;
+  void signalled.then((reason) => (stopBefore = reason));
   const database = await openConfiguredDatabase(config, logger);
   // With the embedded database, where the other commands find this daemon while it holds the folder (status reads it
   // through its servers; the write commands say how to reach it).
@@ -29,6 +32,17 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
   const progress = terminal && new BackfillProgress(terminal);
   try {
     await database.migrate();
+    // Asked to stop while it started (a supervisor that gave up waiting): migrated, but no pass begun.
+    if (stopBefore !== undefined) logger.info(why(stopBefore), 'stopping before the first pass');
+    else await serve();
+  } finally {
+    await progress?.stop();
+    if (runtime) removeDaemonRuntime(config.pgliteDir);
+    await database.close();
+  }
+  logger.info('stopped');
+
+  async function serve(): Promise<void> {
     const service = await startService({
       config,
       database,
@@ -43,15 +57,13 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
       writeDaemonRuntime(config.pgliteDir, { ...runtime, state: 'running', http: service.http?.url ?? null, sql });
     }
     logger.info({ backend: database.kind, schema: database.schema, sql: service.sql?.url }, 'ticket-mirror is running');
-    const reason = await signalled;
-    logger.info(reason === PARENT_GONE ? { reason } : { signal: reason }, 'stopping: letting the current pass finish');
+    logger.info(why(await signalled), 'stopping: letting the current pass finish');
     await service.stop();
-  } finally {
-    await progress?.stop();
-    if (runtime) removeDaemonRuntime(config.pgliteDir);
-    await database.close();
   }
-  logger.info('stopped');
+}
+
+function why(reason: NodeJS.Signals | typeof PARENT_GONE): { reason: string } | { signal: NodeJS.Signals } {
+  return reason === PARENT_GONE ? { reason } : { signal: reason };
 }
 
 /** Why `run` stops when no signal came: the npm (or its shell) that started it is gone. */
@@ -66,6 +78,8 @@ export interface StopRequestOptions {
   exit?: (code: number) => void;
   /** A monotonic clock in ms (tests). @default performance.now */
   now?: () => number;
+  /** The signals that came before it listened (tests). @default takeHeldSignals (see heldSignals.ts) */
+  heldSignals?: () => readonly NodeJS.Signals[];
 }
 
 /**
@@ -132,6 +146,8 @@ export function stopRequested(logger: Logger, o: StopRequestOptions): Promise<No
     };
     signals.on('SIGUSR1', ignored);
     signals.on('SIGUSR2', ignored);
+    // Those that came while the command line loaded, as if it had been listening then.
+    for (const signal of (o.heldSignals ?? takeHeldSignals)()) onSignal(signal);
     if (o.startedByNpm) {
       const parent = process.ppid;
       const watch = setInterval(() => {
