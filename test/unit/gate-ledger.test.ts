@@ -20,6 +20,11 @@ describe('BudgetGate: the service\'s 429s at the end of the ledger', () => {
     expect(gateAfter([429, 429, 200], T0 - 10_000).throttledUntil()).toBeNull();
   });
 
+  it('hold it back 15 min at most, however many there are (rows a user forged into api_requests included)', () => {
+    const until = gateAfter(Array<number>(1_440).fill(429), T0).throttledUntil();
+    expect(until).toBe(T0 + 15 * 60_000);
+  });
+
   it('a wait long over (the process was down since) holds nothing back', () => {
     expect(gateAfter([429, 429, 429], T0 - 2 * 3_600_000).throttledUntil()).toBeNull();
     expect(gateAfter([429], T0 - 2 * 3_600_000).snapshot().minuteLeft).toBeGreaterThan(0);
