@@ -74,6 +74,29 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(await count(m.db, sql`select count(*)::int as n from ticket_history where valid_to is null and ticket_id = ${moved}`)).toBe(1);
   });
 
+  it('one history row per observed state also when the pass ends early, its detail throttled after the polls', async () => {
+    await m.runUntil(synced);
+    const model = m.sim.model;
+    const moved = model.listUnassigned().find((t) => t.status !== 'resolved')!.id;
+    const before = await historyOf(m.db, moved);
+    model.assign(moved, 'self');
+    m.sim.faults.inject({ kind: 'status429', match: `/api/v1/ticket/${moved}`, retryAfterSec: 60 });
+    const passes = await m.runFor(HOUR);
+    expect(passes.some((p) => p.stoppedBy === 'rate_limited' && p.polls.length > 0)).toBe(true);
+    expect(m.sim.log.filter((r) => r.status === 429)).toHaveLength(1);
+    const after = await historyOf(m.db, moved);
+    // The moment between the two lists' polls (in neither), which no poll saw, is not a state of its own. Two new rows:
+    // in self as the lists show it, then assigned to self once the detail came, a pass later (no list item carries
+    // assigned_to).
+    expect(after.filter((h) => h.in_self === h.in_unassigned)).toEqual([]);
+    expect(after).toHaveLength(before.length + 2);
+    expect(after.at(-2)).toMatchObject({ in_self: true, in_unassigned: false, assigned_to: null });
+    expect(after.at(-1)).toMatchObject({ in_self: true, in_unassigned: false, assigned_to: model.self, valid_to: null });
+    for (const [previous, next] of after.slice(before.length - 1).map((h, i, all) => [h, all[i + 1]] as const).slice(0, -1)) {
+      expect(previous.valid_to).toBe(next!.valid_from);
+    }
+  });
+
   it('catches every kind of change, with history rows', async () => {
     await m.runUntil(synced);
     const model = m.sim.model;
