@@ -48,6 +48,18 @@ export interface MappedDetail {
   ticket: TicketRow;
   messages: MessageRow[];
   attachments: AttachmentRow[];
+  /**
+   * The ticket's columns (the spec's names: `widget_id`, `widget_name` for the widget's) the payload left missing or
+   * null where the spec gives a value: no news of them, so they keep the mirror's value. Taken for null, a detail that
+   * lacks a field the lists show wiped it, and the next poll, seeing it differ, made the detail due again: one detail
+   * request a poll for as long as the service answered so.
+   */
+  absent: readonly string[];
+  /**
+   * Whether the payload listed all of them: a `messages` (or an `attachments`) that was missing or null says nothing of
+   * what the ticket holds, so the rows the mirror has are not marked removed by it.
+   */
+  complete: { messages: boolean; attachments: boolean };
   /** The payload as received minus every attachment URL: `tickets.raw`. */
   raw: JsonObject;
   problems: string[];

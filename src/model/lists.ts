@@ -15,7 +15,7 @@ export interface ListItem {
   status: string | null;
   hasUnreadMessages: boolean | null;
   createdAt: string | null;
-  /** Fields of this item no column could hold; they keep their mirrored values. */
+  /** Fields of this item no column could hold, or missing or null in it; they keep their mirrored values. */
   unstorable: readonly string[];
 }
 

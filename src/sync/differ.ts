@@ -197,7 +197,7 @@ function listFieldsChanged(item: ListItem, old: MirrorTicket): boolean {
   );
 }
 
-/** The list's fields as they will be stored: the item's, except those no column could hold, which keep the mirror's. */
+/** The list's fields as they will be stored: the item's, except those no column could hold or the item lacks, which keep the mirror's. */
 function listFieldsToStore(item: ListItem, old: MirrorTicket): Pick<ListItem, (typeof LIST_FIELDS)[number]> {
   const pick = <K extends (typeof LIST_FIELDS)[number]>(key: K) => (item.unstorable.includes(key) ? old[key] : item[key]);
   return {

@@ -182,6 +182,9 @@ function checkedListItem(raw: JsonObject, id: string, where: string, problems: P
   for (const field of LIST_FIELDS) {
     try {
       const value = convert(raw, field, where, problems);
+      // Missing or null where the spec gives a value (convert reported it): no news of the field, which keeps the
+      // mirror's value. Taken for null, it wiped the detail's value at every poll and made the detail due again.
+      if (value === null) unstorable.push(field.prop);
       (item as unknown as Record<string, unknown>)[field.prop] = typeof value === 'string' && field.kind === 'text' ? withoutSignedLinks(value) : value;
     } catch (error) {
       if (!(error instanceof UnstorableError)) throw error;
@@ -239,6 +242,7 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
   if (id !== expectedId) throw new UnstorableError(`ticket ${expectedId}: the detail answered for ticket ${id}`);
   const where = `ticket ${id}`;
   const f = convertAll(body, TICKET_FIELDS, where, problems);
+  const absent = TICKET_FIELDS.filter((field) => !field.nullable && f[field.key] === null).map((field) => field.key);
   const widget = body.widget;
   let widgetId: string | null = null;
   let widgetName: string | null = null;
@@ -248,6 +252,8 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
   } else {
     problems.add(where, `widget is ${widget === undefined ? 'missing' : JSON.stringify(widget)} where the spec gives an object`);
   }
+  if (widgetId === null) absent.push('widget_id');
+  if (widgetName === null) absent.push('widget_name');
   const ticket: TicketRow = {
     id,
     name: f.name as string | null,
@@ -269,7 +275,10 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
   const messages: MessageRow[] = [];
   const attachments = new Map<string, AttachmentRow>();
   const messageIds = new Set<string>();
-  for (const [index, m] of arrayField(body, 'messages', where, problems).entries()) {
+  const messageList = arrayField(body, 'messages', where, problems);
+  const ticketAttachments = arrayField(body, 'attachments', where, problems);
+  const complete = { messages: messageList !== null, attachments: messageList !== null && ticketAttachments !== null };
+  for (const [index, m] of (messageList ?? []).entries()) {
     if (!isObject(m)) throw new UnstorableError(`${where}: messages[${index}] is not an object`);
     const messageId = requireId(m.id, `${where} messages[${index}]`);
     // As a list item's (see MAX_ID_BYTES): stored, it failed the write of the whole ticket, at every retry. Left out, it
@@ -298,17 +307,19 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
       createdAt: mf.created_at as string | null,
       author: mf.user ?? null,
     });
-    for (const a of arrayField(m, 'attachments', `${where} message ${messageId}`, problems)) {
+    const messageAttachments = arrayField(m, 'attachments', `${where} message ${messageId}`, problems);
+    if (messageAttachments === null) complete.attachments = false;
+    for (const a of messageAttachments ?? []) {
       const row = mapAttachment(a, id, messageId, `${where} message ${messageId}`, problems);
       if (row) attachments.set(row.id, row);
     }
   }
   // The same attachment is listed at ticket level and inside its message: stored once, with its message.
-  for (const a of arrayField(body, 'attachments', where, problems)) {
+  for (const a of ticketAttachments ?? []) {
     const row = mapAttachment(a, id, null, where, problems);
     if (row && !attachments.has(row.id)) attachments.set(row.id, row);
   }
-  return { ticket, messages, attachments: [...attachments.values()], raw, problems: problems.lines };
+  return { ticket, absent, messages, attachments: [...attachments.values()], complete, raw, problems: problems.lines };
 }
 
 /** One attachment's row; null, reported, when its id is too long to store (see MAX_ID_BYTES). */
@@ -323,10 +334,14 @@ function mapAttachment(a: unknown, ticketId: string, messageId: string | null, w
   return { id, ticketId, messageId, name: f.name as string | null, mimeType: f.mime_type as string | null, size: f.size as number | null };
 }
 
-function arrayField(obj: JsonObject, key: string, where: string, problems: Problems): unknown[] {
+/**
+ * The array `key` of `obj`; null, reported, when it is missing or null. That says nothing of what it holds: the rows
+ * the mirror has of it are kept, not marked removed (see MappedDetail's `complete`).
+ */
+function arrayField(obj: JsonObject, key: string, where: string, problems: Problems): unknown[] | null {
   const value = obj[key];
   if (Array.isArray(value)) return value;
   if (value !== undefined && value !== null) throw new UnstorableError(`${where}: ${key} is not an array`);
-  problems.add(where, `${key} is ${value === undefined ? 'missing' : 'null'} where the spec gives an array`);
-  return [];
+  problems.add(where, `${key} is ${value === undefined ? 'missing' : 'null'} where the spec gives an array: what the mirror holds of it is kept`);
+  return null;
 }

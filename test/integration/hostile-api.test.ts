@@ -173,6 +173,44 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
   });
 
+  const JSON_TYPE = { 'content-type': 'application/json' };
+  const asked = (path: string) => m.sim.log.filter((r) => r.path === path).length;
+
+  it('list items without an email or with a null status keep the stored values, and their details are not asked for at each poll', async () => {
+    await m.runUntil(synced);
+    const [lacking, nulled, other] = m.sim.model.list('open');
+    const items = m.sim.model.list('open').map((t) => {
+      if (t.id === lacking!.id) return Object.fromEntries(Object.entries(t).filter(([key]) => key !== 'email'));
+      return t.id === nulled!.id ? { ...t, status: null } : t;
+    });
+    m.sim.faults.inject({ kind: 'answer', match: /^\/api\/v1\/tickets$/, answer: { status: 200, headers: JSON_TYPE, body: JSON.stringify(items) }, times: 100_000 });
+    const start = m.sim.log.length;
+    await m.runFor(3 * 60 * MIN);
+    const polls = m.sim.log.slice(start).filter((r) => r.path === '/api/v1/tickets').length;
+    expect(polls).toBeGreaterThan(15);
+    // Before: the poll wiped the field, the ticket's detail was due and restored it, and the next poll wiped it again.
+    for (const id of [lacking!.id, nulled!.id]) expect(asked(`/api/v1/ticket/${id}`)).toBeLessThanOrEqual(asked(`/api/v1/ticket/${other!.id}`) + 1);
+    expect(await mirrorAsTruth(m.db)).toEqual(truthOf(m.sim));
+  });
+
+  it('a detail without its messages, with null attachments and no email marks nothing removed, keeps the email, and is not asked for at each poll', async () => {
+    await m.runUntil(synced);
+    const ticket = m.sim.model.list('open').map((t) => t.id).find((id) => m.sim.model.detail(id)!.attachments.length > 0)!;
+    const other = m.sim.model.list('open').find((t) => t.id !== ticket)!.id;
+    const { messages: _messages, email: _email, ...detail } = { ...structuredClone(m.sim.model.detail(ticket)!), attachments: null };
+    const held = await count(m.db, sql`select (select count(*) from messages where ticket_id = ${ticket}) + (select count(*) from attachments where ticket_id = ${ticket}) as n`);
+    expect(held).toBeGreaterThan(1);
+    m.sim.faults.inject({ kind: 'answer', match: new RegExp(`^/api/v1/ticket/${ticket}$`), answer: { status: 200, headers: JSON_TYPE, body: JSON.stringify(detail) }, times: 100_000 });
+    await m.runFor(3 * 60 * MIN);
+    expect(asked(`/api/v1/ticket/${ticket}`)).toBeGreaterThan(1);
+    expect(asked(`/api/v1/ticket/${ticket}`)).toBeLessThanOrEqual(asked(`/api/v1/ticket/${other}`) + 1);
+    // The contract's removed_at is "no longer in the ticket's detail": a detail that lists none says nothing of them.
+    expect(await count(m.db, sql`select (select count(*) from messages where ticket_id = ${ticket} and removed_at is not null)
+      + (select count(*) from attachments where ticket_id = ${ticket} and removed_at is not null) as n`)).toBe(0);
+    const [row] = await queryRows<{ email: string | null }>(m.db, sql`select email from tickets where id = ${ticket}`);
+    expect(row!.email).toBe(m.sim.model.detail(ticket)!.email);
+  });
+
   it('a list whose answer stays unusable (a null item) is asked for again at its interval, not at every pass', async () => {
     await m.runUntil(synced);
     const body = JSON.stringify([...m.sim.model.list('open'), null]);

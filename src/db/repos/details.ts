@@ -61,7 +61,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
     values (${t.id}, ${sql.join(columns.map(([, v]) => v), sql`, `)}, ${JSON.stringify(d.raw)}::jsonb,
       ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz)
     on conflict (id) do update set
-      ${sql.raw(names.map((c) => `${c} = excluded.${c}`).join(', '))}, raw = excluded.raw,
+      ${sql.raw(names.map((c) => (d.absent.includes(c) ? `${c} = coalesce(excluded.${c}, t.${c})` : `${c} = excluded.${c}`)).join(', '))}, raw = excluded.raw,
       detail_synced_at = excluded.detail_synced_at, deleted_at = null,
       detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
       detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
@@ -72,8 +72,8 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
   const before = old ?? null;
   const state: TrackedState = {
     ...(before ? trackedOf(before) : emptyState()),
-    status: t.status,
-    priority: t.priority,
+    status: d.absent.includes('status') && before ? before.status : t.status,
+    priority: d.absent.includes('priority') && before ? before.priority : t.priority,
     assignedTo: t.assignedTo ?? null,
   };
   if (!before || !sameState(state, before)) {
@@ -83,7 +83,8 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
 }
 
 /**
- * Writes the detail's messages; those of the ticket it no longer shows are marked removed — but only those the mirror
+ * Writes the detail's messages; those of the ticket it no longer shows are marked removed (unless it listed none, see
+ * MappedDetail's `complete`) — but only those the mirror
  * held before `seenBy` (when the request left; for `rebuild`, when the payload was stored). A reply recorded at once
  * after that (`ticket-mirror reply`, the outbox) is newer than the payload, not gone from it: `rebuild` marked such
  * replies removed, at an instant before they were even sent.
@@ -121,6 +122,7 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string
         outbound_spam_complaint = excluded.outbound_spam_complaint, outbound_error = excluded.outbound_error,
         created_at = excluded.created_at, author = excluded.author, removed_at = null, synced_at = excluded.synced_at`);
   }
+  if (!d.complete.messages) return;
   await tx.execute(sql`
     update messages set removed_at = ${at}::timestamptz
     where ticket_id = ${d.ticket.id} and removed_at is null and (synced_at is null or synced_at <= ${seenBy}::timestamptz)
@@ -149,6 +151,7 @@ async function writeAttachments(tx: Tx, d: MappedDetail, at: string): Promise<vo
         ticket_id = excluded.ticket_id, message_id = excluded.message_id, name = excluded.name,
         mime_type = excluded.mime_type, size = excluded.size, removed_at = null, synced_at = excluded.synced_at`);
   }
+  if (!d.complete.attachments) return;
   await tx.execute(sql`
     update attachments set removed_at = ${at}::timestamptz
     where ticket_id = ${d.ticket.id} and removed_at is null
@@ -161,7 +164,10 @@ async function writeAttachments(tx: Tx, d: MappedDetail, at: string): Promise<vo
  */
 export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string): Promise<void> {
   const t = d.ticket;
-  const set = sql.join(detailColumns(t).map(([c, v]) => sql`${sql.raw(c)} = ${v}`), sql`, `);
+  const set = sql.join(
+    detailColumns(t).map(([c, v]) => (d.absent.includes(c) ? sql`${sql.raw(c)} = coalesce(${v}, ${sql.raw(c)})` : sql`${sql.raw(c)} = ${v}`)),
+    sql`, `,
+  );
   await tx.execute(sql`update tickets set ${set} where id = ${t.id}`);
   await writeMessages(tx, d, syncedAt, syncedAt);
   await writeAttachments(tx, d, syncedAt);
