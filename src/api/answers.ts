@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, ThrottledError, TransientError } from '../errors.ts';
 import { MAX_JSON_DEPTH, scanListBody, type ListBody } from './listBody.ts';
+import { scrubSecrets } from '../logger.ts';
 
 /**
  * What a GET's answer means, decided apart from the network (client.ts sends; this reads). Pure but for the
@@ -59,7 +60,7 @@ export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string 
   const { status } = a;
   // Parsed once: a list can be tens of megabytes.
   const json = parseJson(a.text);
-  const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? json.value.error.slice(0, 200) : null;
+  const apiError = json && isObject(json.value) && typeof json.value.error === 'string' ? scrubSecrets(json.value.error).slice(0, 200) : null;
   const says = apiError ? `: ${apiError}` : '';
   // Any JSON answer ends a run of pages: the way to the API is open.
   if (json) memory.pages = null;

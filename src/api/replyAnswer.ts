@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { toEpochMicros } from '../time.ts';
+import { scrubSecrets } from '../logger.ts';
 
 /**
  * What the answer to a reply POST (endpoint 6) proves. A POST decides whether a reply may be sent again, so its answer
@@ -78,7 +79,7 @@ function createdReply(value: unknown): CreatedReply | null {
 
 /** The API's error text: a JSON object with a string `error`; null for anything else. */
 function apiErrorOf(value: unknown): string | null {
-  return isRecord(value) && typeof value.error === 'string' ? value.error.slice(0, 200) : null;
+  return isRecord(value) && typeof value.error === 'string' ? scrubSecrets(value.error).slice(0, 200) : null;
 }
 
 function isHtml(headers: IncomingHttpHeaders, body: string): boolean {

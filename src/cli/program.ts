@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config/loadConfig.ts';
-import { ConfigError, coerceError } from '../errors.ts';
-import { withoutControlCharacters } from '../logger.ts';
+import { ConfigError, coerceError, safeErrorMessage } from '../errors.ts';
+import { scrubSecrets, withoutControlCharacters } from '../logger.ts';
 import { VERSION } from '../version.ts';
 import { addCommandHelp } from './commandHelp.ts';
 import type { AddOptions } from './commands/accounts.ts';
@@ -351,14 +351,16 @@ export function reportFailure(error: unknown): number {
     if (e.message) say(e.message);
     return e.code;
   }
-  say(e.message);
+  // A database error's message is its query and every bound value, on two lines: the database's own reason instead.
+  say(safeErrorMessage(e));
   // The configuration may be what failed, so LOG_LEVEL is read here as it stands.
   if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') process.stderr.write(`${e.stack}\n`);
   return EXIT.failure;
 }
 
+/** One line on stderr, whatever the failure quotes (an API's error text may hold a secret, or line breaks). */
 function say(line: string): void {
-  process.stderr.write(`ticket-mirror: ${withoutControlCharacters(line)}\n`);
+  process.stderr.write(`ticket-mirror: ${withoutControlCharacters(scrubSecrets(line)).trim().replace(/\s*\n\s*/g, ' — ')}\n`);
 }
 
 /** The settings a failure may concern, when the configuration can be read at all. */

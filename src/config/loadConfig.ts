@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
+import { rememberSecret } from '../logger.ts';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import type { ReportSettings } from '../model/reportSettings.ts';
@@ -234,7 +235,11 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
       problems.push(`${name}=${JSON.stringify(shown.length > 200 ? `${shown.slice(0, 199)}…` : shown)} ${issue.message}`);
     }
   }
-  const token = resolveToken(merged, cwd, problems, options.pipeWaitMs);
+  // One setting given two ways: when the environment gives the token either way, `.env`'s way is not used either (a
+  // TICKETS_API_TOKEN_FILE of a container's secret beside the TICKETS_API_TOKEN of a copied .env.example was refused).
+  const tokenFrom = env.TICKETS_API_TOKEN?.trim() || env.TICKETS_API_TOKEN_FILE?.trim() ? env : merged;
+  const token = resolveToken(tokenFrom, cwd, problems, options.pipeWaitMs);
+  rememberSecret(token);
   const pglitePassword = resolvePglitePassword(merged, problems);
   const fleetKey = resolveFleetKey(merged, problems);
   if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));

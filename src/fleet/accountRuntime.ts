@@ -7,7 +7,7 @@ import { migrationState } from '../db/migrationState.ts';
 import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
 import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
 import { logPasses } from '../daemon/compose.ts';
-import type { Logger } from '../logger.ts';
+import { rememberSecret, type Logger } from '../logger.ts';
 import { SyncEngine } from '../sync/engine.ts';
 import { openToken, type FleetKey } from './tokenSeal.ts';
 
@@ -121,6 +121,7 @@ export class RuntimeCache {
     const logger = this.#o.logger.child({ account: account.name });
     // The one place the token is opened: into the engine's memory, for this process's passes of the account.
     const apiToken = openToken(this.#o.key, account.name, account.tokenSealed);
+    rememberSecret(apiToken);
     // A row written through SQL is checked as `accounts add` checks --api-url: one with a query or a fragment (which
     // the table's check lets through) would send every request to the base itself.
     const { url: apiUrl } = parseApiUrl(account.apiUrl, `api_url of account ${account.name}`);

@@ -26,7 +26,10 @@ const ATTACHMENT_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'mime_type
 export function stripAttachmentUrls(body: JsonObject): JsonObject {
   const found = { urls: new Set<string>(), hosts: new Set<string>() };
   collect(body, found, false);
-  const redactor: Redactor = { urls: [...found.urls].filter((u) => u.length > 8), hosts: [...found.hosts] };
+  // A link's signature is cut on its own too: a link wrapped across two lines (as plain-text e-mail does) left its
+  // second half, query and signature, in the text.
+  const urls = [...found.urls, ...[...found.urls].flatMap(signaturesOf)].filter((u) => u.length > 8);
+  const redactor: Redactor = { urls: [...new Set(urls)].sort((a, b) => b.length - a.length), hosts: [...found.hosts] };
   return strip(body, redactor, false) as JsonObject;
 }
 
@@ -40,6 +43,13 @@ export function withoutSignedLinks(text: string): string {
 }
 
 const NO_ATTACHMENTS: Redactor = { urls: [], hosts: [] };
+
+/** The values of a URL's signature parameters (see SIGNED), as written and decoded. */
+function signaturesOf(url: string): string[] {
+  const out: string[] = [];
+  for (const m of url.matchAll(/[?&;](?:[\w.-]*signature|sig)=([^&#\s]+)/gi)) out.push(m[1]!, decode(m[1]!));
+  return out;
+}
 
 interface Redactor {
   /** Attachment URLs as given: cut out wherever they are copied as they are. */
@@ -87,12 +97,13 @@ function strip(value: unknown, r: Redactor, isAttachment: boolean): unknown {
 // A run of characters a link in text may hold; it ends at white space, a quote or an angle bracket, escaped or not.
 const TOKEN = /(?:(?!&(?:quot|lt|gt|apos|#0*3[49]|#x0*2[27]);)[^\s"'<>`])+/gi;
 // Only a token holding one of these can hold a link in any of the encodings above.
-const MAYBE_LINK = /[/%\\]|&#|&sol/i;
+const MAYBE_LINK = /[/%\\]|&#|&sol|sig(?:nature)?=/i;
 // Where a link starts in a token: its scheme, or its `//`, in any encoding.
 const SLASH = String.raw`(?:\/|\\\/|\\u002f|%(?:25)*2f|&#0*47;?|&#x0*2f;?|&sol;)`;
 const LINK_START = new RegExp(String.raw`https?(?::|%(?:25)*3a|&#0*58;?|&#x0*3a;?|&colon;|\\u003a)${SLASH}${SLASH}|${SLASH}${SLASH}`, 'i');
-// A signature in a query: `signature=`, `X-Amz-Signature=`, `X-Goog-Signature=`, Azure's `sig=`.
-const SIGNED = /[?&;#](?:[\w.-]*signature|sig)=/i;
+// A signature in a query: `signature=`, `X-Amz-Signature=`, `X-Goog-Signature=`, Azure's `sig=` — also at the start
+// of a token: the query of a link wrapped across two lines, alone on the second.
+const SIGNED = /(?:^|[?&;#])(?:[\w.-]*signature|sig)=/i;
 
 /** `text` with every attachment link cut out (see the header). */
 function redactText(text: string, r: Redactor): string {

@@ -56,6 +56,25 @@ describe.skipIf(!postgresUrl)('ticket-mirror sync facing answers that are not th
     expect(sim.log).toHaveLength(1);
   }, 60_000);
 
+  it("an API error that quotes the token or a signed link: neither reaches stderr, the log or sync_runs", async () => {
+    const quoting = (status: number) => ({
+      status,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ error: `bad token ${sim.token}; see ${sim.storageUrl}/f/1?expires=1&signature=SIGSECRET1 or\nexpires=1&signature=SIGSECRET2` }),
+    });
+    sim.faults.inject({ match: /^\/api\/v1\/tickets\/resolved/, kind: 'answer', answer: quoting(400), times: 5 });
+    sim.faults.inject({ match: /^\/api\/v1\/ticket\//, kind: 'answer', answer: quoting(500), times: 100 });
+    const result = await runCli(['sync'], { ...env, LOG_LEVEL: 'info' }, dir);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^ticket-mirror: .*bad token \[redacted\]/m);
+    const [runs] = await queryRows<{ errors: string }>(database.db, sql`select string_agg(error, ' ') as errors from sync_runs`);
+    expect(runs!.errors).toContain('bad token [redacted]');
+    for (const secret of [sim.token, 'SIGSECRET']) {
+      expect(result.stderr + result.stdout).not.toContain(secret);
+      expect(runs!.errors).not.toContain(secret);
+    }
+  }, 60_000);
+
   it('a list the API refuses (a 404 of its route alone) is no ok sync: the other lists are written, exit 1 naming it', async () => {
     sim.faults.inject({ match: /^\/api\/v1\/tickets\/resolved/, kind: 'answer', answer: { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":"Not found."}' }, times: 5 });
     const result = await runCli(['sync'], env, dir);

@@ -102,8 +102,7 @@ describe('beside `run` on the embedded database', () => {
     const r = await runCli(['sync'], { TICKETS_API_URL: sim.url, TICKETS_API_TOKEN: sim.token, PGLITE_DIR: folder }, dir);
     expect(r.code).toBe(1);
     expect(messageLines(r)).toEqual([
-      `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror sync\` cannot open it while it runs`,
-      `  It syncs by itself (whenever a list or a detail falls due, within the budget) and sends the reply outbox; to sync by hand, stop it first (kill ${run.pid}, or Ctrl-C where it runs).`,
+      `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror sync\` cannot open it while it runs — It syncs by itself (whenever a list or a detail falls due, within the budget) and sends the reply outbox; to sync by hand, stop it first (kill ${run.pid}, or Ctrl-C where it runs).`,
     ]);
   }, 60_000);
 
@@ -113,8 +112,7 @@ describe('beside `run` on the embedded database', () => {
     expect(r.code).toBe(1);
     const psql = `PGPASSWORD="$(cat ${folder}/sql-password)" psql -h 127.0.0.1 -p ${sqlPort} -U postgres -d postgres`;
     expect(messageLines(r)).toEqual([
-      `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror reply\` cannot open it while it runs`,
-      `  To send a reply while it runs, insert it into reply_outbox through its SQL socket and it posts it after its next pass: ${psql} -c "insert into reply_outbox (ticket_id, message) values ('<ticket-id>', '<message>')"; or stop it first (kill ${run.pid}, or Ctrl-C where it runs).`,
+      `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror reply\` cannot open it while it runs — To send a reply while it runs, insert it into reply_outbox through its SQL socket and it posts it after its next pass: ${psql} -c "insert into reply_outbox (ticket_id, message) values ('<ticket-id>', '<message>')"; or stop it first (kill ${run.pid}, or Ctrl-C where it runs).`,
     ]);
     // What the hint says, done with a PostgreSQL client: the daemon posts the reply.
     const client = new pg.Client({ host: '127.0.0.1', port: sqlPort, user: 'postgres', database: 'postgres', password: readFileSync(join(folder, 'sql-password'), 'utf8').trim() });
@@ -139,8 +137,7 @@ describe('beside `run` on the embedded database', () => {
     const r = await runCli([command], { PGLITE_DIR: folder }, dir);
     expect(r.code).toBe(1);
     expect(messageLines(r)).toEqual([
-      `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror ${command}\` cannot open it while it runs`,
-      `  ${advice.replace('PID', String(run.pid))}`,
+      `ticket-mirror: the daemon (ticket-mirror run, pid ${run.pid}) holds the embedded database in ${folder}: \`ticket-mirror ${command}\` cannot open it while it runs — ${advice.replace('PID', String(run.pid))}`,
     ]);
   }, 60_000);
 });

@@ -175,6 +175,16 @@ describe('loadConfig', () => {
     expect(config.logLevel).toBe('error');
   });
 
+  it('takes the token from the environment, given either way, over a token in .env given the other way', () => {
+    const cwd = emptyDir();
+    writeFileSync(join(cwd, 'token'), 'from-file\n');
+    writeFileSync(join(cwd, '.env'), 'TICKETS_API_TOKEN=from-dotenv\n');
+    expect(loadConfig({ TICKETS_API_TOKEN_FILE: 'token' }, { cwd }).apiToken).toBe('from-file');
+    writeFileSync(join(cwd, '.env'), 'TICKETS_API_TOKEN_FILE=token\n');
+    expect(loadConfig({ TICKETS_API_TOKEN: 'from-env' }, { cwd }).apiToken).toBe('from-env');
+    expect(loadConfig({}, { cwd }).apiToken).toBe('from-file');
+  });
+
   it('reads the token from TICKETS_API_TOKEN_FILE and rejects ambiguity or an unreadable file', () => {
     const cwd = emptyDir();
     writeFileSync(join(cwd, 'token'), 'from-file\n');

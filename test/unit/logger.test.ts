@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cliOutput } from '../../src/cli/context.ts';
-import { chooseLogFormat, createCliLogger } from '../../src/logger.ts';
+import { chooseLogFormat, createCliLogger, rememberSecret, scrubSecrets } from '../../src/logger.ts';
 
 /** A stand-in for stderr: a terminal or not, recording what is written. */
 function fakeStream(isTTY: boolean, colors = false) {
@@ -118,5 +118,16 @@ describe('no secret in either format', () => {
     expect(text).toContain('https://files.example/f/1/a.png?[redacted]');
     expect(text).toContain('[redacted]');
     expect(text.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe('secrets known by value', () => {
+  it('are cut wherever they appear, regular-expression characters and all; values too short to be a token are not', () => {
+    const token = 'tk.(secret)+42$';
+    expect(scrubSecrets(`bad token ${token}!`)).toBe(`bad token ${token}!`);
+    rememberSecret(token);
+    rememberSecret('abc');
+    expect(scrubSecrets(`bad token ${token}! again:${token}`)).toBe('bad token [redacted]! again:[redacted]');
+    expect(scrubSecrets('abc abc')).toBe('abc abc');
   });
 });

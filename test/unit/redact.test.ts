@@ -85,6 +85,15 @@ describe('stripAttachmentUrls', () => {
     expect(dump(out)).toContain('https://www.example.com/help');
   });
 
+  it('cuts a link wrapped across two lines (plain-text e-mail): its query alone on the second, and its signature wherever it is', () => {
+    const signature = 'c0ffee0123456789abcdef';
+    const start = `https://${HOST}/files/a1/x.pdf`;
+    const text = `see ${start}?\nexpires=1767600000&signature=${signature} or\n  ${start}?exp\n  ires=1&sig\nnature=${signature} and the sig ${signature} alone`;
+    const out = stripAttachmentUrls(body(text, { url: `${start}?expires=1767600000&signature=${signature}` })) as ReturnType<typeof body>;
+    expect(dump(out)).not.toContain(signature);
+    expect(out.messages[0]!.message).toMatch(/^see .* alone$/s);
+  });
+
   it('keeps text without links exactly, and links elsewhere that carry no signature', () => {
     const text = 'Hello — 50% off & more; see https://docs.example/a?b=c&d=e or http://127.0.0.1:9/x, path a/b, C:\\dir, https://files.example.com/x';
     const out = stripAttachmentUrls(body(text)) as ReturnType<typeof body>;
@@ -105,5 +114,7 @@ describe('withoutSignedLinks (a list item\'s text)', () => {
   it('cuts out a signed link, and keeps the rest as it is', () => {
     expect(withoutSignedLinks('Ann see https://cdn.example/f/report.pdf?X-Amz-Signature=SIGSECRET1&X-Amz-Expires=600 ok')).toBe(`Ann see ${LINK_REMOVED} ok`);
     expect(withoutSignedLinks('Ann <ann@example.com> https://docs.example/a?b=c')).toBe('Ann <ann@example.com> https://docs.example/a?b=c');
+    // The query of a link wrapped across two lines, alone.
+    expect(withoutSignedLinks('Ann res=1&signature=SIGSECRET1 ok')).toBe(`Ann ${LINK_REMOVED} ok`);
   });
 });
