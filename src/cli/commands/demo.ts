@@ -1,8 +1,10 @@
-import { rmSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { loadConfig } from '../../config/loadConfig.ts';
 import { createActivityDriver, DEFAULT_RATES_PER_DAY, startSimulator } from '../../simulator/index.ts';
 import type { CommandContext } from '../context.ts';
+import { EXIT, ExitError } from '../exit.ts';
+import { lockHolder } from '../../db/pgliteLock.ts';
 import { sqlAccess } from '../sqlAccess.ts';
 import { runCommand } from './run.ts';
 
@@ -19,9 +21,9 @@ export async function demoCommand(context: CommandContext): Promise<void> {
   const { config, logger } = context;
   const dailyLimit = config.dailyLimit * LIMIT_FACTOR;
   const minuteLimit = config.minuteLimit * LIMIT_FACTOR;
-  const sim = await startSimulator({ seed: 42, openTickets: 40, resolvedTickets: 80, dailyLimit, minuteLimit });
   const dataDir = resolve(config.pgliteDir, '..', 'demo');
-  rmSync(dataDir, { recursive: true, force: true });
+  freshDemoFolder(dataDir);
+  const sim = await startSimulator({ seed: 42, openTickets: 40, resolvedTickets: 80, dailyLimit, minuteLimit });
   const demoConfig = loadConfig(
     {
       ...Object.fromEntries(Object.entries(process.env)),
@@ -66,4 +68,28 @@ export async function demoCommand(context: CommandContext): Promise<void> {
     clearInterval(activity);
     await sim.close();
   }
+}
+
+/** The file that marks a folder as the demo's own, which its next start may wipe. */
+export const DEMO_MARK = 'ticket-mirror-demo';
+
+/**
+ * Empties the demo's folder for a fresh start — only when it is the demo's (marked so, empty, or absent) and no
+ * process holds it. It is `demo` beside PGLITE_DIR: a folder of the user's that happened to be there was wiped with
+ * whatever it held, and a second demo wiped the first one's live database and then shared the folder with it.
+ */
+function freshDemoFolder(dir: string): void {
+  const holder = lockHolder(dir);
+  if (holder !== null) {
+    throw new ExitError(`another demo (pid ${holder}) is running in ${dir}: stop it first, or start this one with PGLITE_DIR elsewhere`, EXIT.failure);
+  }
+  if (existsSync(dir) && !existsSync(join(dir, DEMO_MARK)) && readdirSync(dir).length > 0) {
+    throw new ExitError(
+      `${dir} is not a folder the demo made, and the demo empties its folder at each start: move it, or set PGLITE_DIR so that the demo's folder (\`demo\` beside it) is free`,
+      EXIT.failure,
+    );
+  }
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, DEMO_MARK), 'This folder is ticket-mirror demo\'s: each `ticket-mirror demo` empties it.\n');
 }
