@@ -22,6 +22,11 @@ export function toEpochMicros(value: string): bigint | null {
   const m = TIMESTAMP.exec(value.trim());
   if (!m) return null;
   const [, y, mo, d, h, mi, s, frac = '', off = 'Z'] = m;
+  // No such instant (a 30 February, a month 13, an hour 24, an offset of +99:99) is no timestamp: Date rolled each over
+  // into another instant, stored without a word. A leap second (:60) is the next minute's first, as PostgreSQL has it.
+  const offsetDigits = off.slice(1).replace(':', '');
+  if (+mo! < 1 || +mo! > 12 || +d! < 1 || +d! > daysInMonth(+y!, +mo!) || +h! > 23 || +mi! > 59 || +s! > 60) return null;
+  if (offsetDigits !== '' && (Number(offsetDigits.slice(0, 2)) > 15 || Number(offsetDigits.slice(2, 4) || '0') > 59)) return null;
   // Not Date.UTC(y, …): it reads the years 0–99 as 1900–1999 (0050 would be stored as 1950).
   const date = new Date(0);
   date.setUTCFullYear(+y!, +mo! - 1, +d!);
@@ -31,8 +36,7 @@ export function toEpochMicros(value: string): bigint | null {
   let offsetSeconds = 0;
   if (off.toUpperCase() !== 'Z') {
     const sign = off.startsWith('-') ? -1 : 1;
-    const digits = off.slice(1).replace(':', '');
-    offsetSeconds = sign * (Number(digits.slice(0, 2)) * 3600 + Number(digits.slice(2, 4) || '0') * 60);
+    offsetSeconds = sign * (Number(offsetDigits.slice(0, 2)) * 3600 + Number(offsetDigits.slice(2, 4) || '0') * 60);
   }
   const micros = (BigInt(seconds) - BigInt(offsetSeconds)) * 1_000_000n + BigInt((frac + '000000').slice(0, 6));
   // Only the instants of the years 0001–9999: the canonical form has four digits of year, and PostgreSQL refuses the
@@ -81,8 +85,8 @@ export function isApiTimestamp(value: string): boolean {
 
 /**
  * Whether a string is in the API's shape and names a real instant in it, so that `canonicalTimestamp` would return it
- * unchanged — without its cost, for lists of 100,000. An impossible date is rolled over (2026-02-30 is 2026-03-02) and
- * the year 0000 is none: those are not canonical.
+ * unchanged — without its cost, for lists of 100,000. An impossible date (2026-02-30) and the year 0000 are no
+ * timestamps at all.
  */
 export function isCanonicalApiTimestamp(value: string): boolean {
   if (value.length !== 27 || !API_TIMESTAMP.test(value)) return false;

@@ -167,7 +167,7 @@ describe('parseListItems', () => {
     const items = parseListItems(
       [
         { id: 'spec', ...base, created_at: '2024-02-29T23:59:59.999999Z' },
-        // The spec's shape, but no such day: Date.UTC rolls it over, as it always did.
+        // The spec's shape, but no such day: no timestamp (Date rolled it over into 2 March, stored without a word).
         { id: 'rolled', ...base, created_at: '2026-02-30T00:00:00.000000Z' },
         { id: 'offset', ...base, created_at: '2026-01-05 14:00:00.5+02' },
         { id: 7, ...base, has_unread_messages: 1, created_at: '2026-01-05T12:00:00.000001Z' },
@@ -177,11 +177,13 @@ describe('parseListItems', () => {
     );
     expect(items.map((i) => [i.id, i.createdAt, i.hasUnreadMessages])).toEqual([
       ['spec', '2024-02-29T23:59:59.999999Z', true],
-      ['rolled', '2026-03-02T00:00:00.000000Z', true],
+      ['rolled', null, true],
       ['offset', '2026-01-05T12:00:00.500000Z', true],
       ['7', '2026-01-05T12:00:00.000001Z', true],
     ]);
+    expect(items[1]!.unstorable).toEqual(['createdAt']);
     expect(problems.lines).toEqual([
+      'open[1] (rolled): created_at = "2026-02-30T00:00:00.000000Z" is not a timestamp',
       'open[2] (offset): created_at = "2026-01-05 14:00:00.5+02" is not in the spec\'s timestamp shape',
       'open[3] (7): has_unread_messages is 1 where the spec gives a boolean',
     ]);

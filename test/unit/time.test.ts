@@ -23,16 +23,22 @@ describe('timestamps with microseconds', () => {
     expect(isApiTimestamp(isoMicros(Date.UTC(2024, 4, 1), 7))).toBe(true);
   });
 
-  it('tells a canonical API timestamp from one Date.UTC would roll over', () => {
+  it('tells a canonical API timestamp from one Date.UTC would roll over, which is no timestamp at all', () => {
     for (const value of [isoMicros(Date.UTC(2024, 1, 29, 23, 59, 59), 999), '2026-12-31T00:00:00.000001Z', '0099-01-01T00:00:00.000000Z']) {
       expect(isCanonicalApiTimestamp(value)).toBe(true);
       expect(canonicalTimestamp(value)).toBe(value);
     }
     for (const value of ['2026-02-29T10:00:00.000000Z', '2026-04-31T10:00:00.000000Z', '2026-01-01T24:00:00.000000Z']) {
-      expect(isApiTimestamp(value)).toBe(true);
+      expect(isApiTimestamp(value)).toBe(false);
       expect(isCanonicalApiTimestamp(value)).toBe(false);
-      expect(canonicalTimestamp(value)).not.toBe(value);
+      expect(toEpochMicros(value)).toBeNull();
+      expect(() => canonicalTimestamp(value)).toThrow();
     }
+    for (const value of ['2025-13-01T00:00:00.000000Z', '2025-00-10T00:00:00Z', '2025-01-01T10:60:00Z', '2025-01-01T10:00:61Z', '2025-01-01T10:00:00+99:99', '2025-01-01T10:00:00+05:75']) {
+      expect(toEpochMicros(value)).toBeNull();
+    }
+    // A leap second is the next minute's first instant, as PostgreSQL reads it.
+    expect(canonicalTimestamp('2016-12-31T23:59:60.000000Z')).toBe('2017-01-01T00:00:00.000000Z');
     expect(isCanonicalApiTimestamp('2024-05-01T10:20:30.123Z')).toBe(false);
   });
 
