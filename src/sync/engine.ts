@@ -100,6 +100,8 @@ export class SyncEngine {
   #client: ApiClient | undefined;
   #pendingLedger: Promise<void> = Promise.resolve();
   #requestsThisPass = 0;
+  /** The tickets this pass changed in the mirror (PassSummary.ticketsChanged is how many). */
+  readonly #changedThisPass = new Set<string>();
   /** Consecutive detail fetches that failed with a server or network error. */
   #transientStreak = 0;
   /** Consecutive detail fetches the API answered 403: one is that ticket's, two the token's. */
@@ -218,6 +220,7 @@ export class SyncEngine {
     const plan = await this.plan(startedAt);
     this.events.safeEmit('pass:started', { at: startedAt, plan });
     this.#requestsThisPass = 0;
+    this.#changedThisPass.clear();
     this.#transientStreak = 0;
     this.#forbiddenStreak = 0;
     const summary: PassSummary = {
@@ -377,7 +380,9 @@ export class SyncEngine {
     }
     tellProblems();
     summary.polls.push(list);
-    summary.ticketsChanged += poll.written;
+    // Tickets, not rows: one in three lists and its detail in the same pass is one ticket changed.
+    for (const id of poll.writtenIds) this.#changedThisPass.add(id);
+    summary.ticketsChanged = this.#changedThisPass.size;
     if (poll.withheld > 0) {
       this.#o.logger.warn(
         { list, members: poll.members, listed: poll.listed, withheld: poll.withheld },
@@ -413,7 +418,7 @@ export class SyncEngine {
       this.#transientStreak = 0;
       this.#forbiddenStreak = 0;
       summary.detailsFetched++;
-      if (result.changed) summary.ticketsChanged++;
+      if (result.changed) summary.ticketsChanged = this.#changedThisPass.add(id).size;
       this.events.safeEmit('detail:fetched', { id, changed: result.changed, kind });
     } catch (error) {
       const e = coerceError(error);

@@ -26,6 +26,8 @@ export interface ListPollResult {
   listed: number;
   /** Ticket rows written: new, changed, joined or left. */
   written: number;
+  /** Their tickets. */
+  writtenIds: string[];
   /** List-visible changes (0 on the list's first poll). */
   changes: number;
   /** Tickets the mirror had in this list before this poll. */
@@ -47,7 +49,7 @@ export async function writeListPoll(
   // Written once at the end, in one statement: per batch, PostgreSQL scanned the whole table for each (+220 ms a poll of
   // 100,000 items). Their ids are already held by `seen`.
   const unchanged: string[] = [];
-  const result: ListPollResult = { listed: 0, written: 0, changes: 0, members: 0, withheld: 0 };
+  const result: ListPollResult = { listed: 0, written: 0, writtenIds: [], changes: 0, members: 0, withheld: 0 };
   let offset = 0;
   // Each item is mapped as soon as it is parsed: only the batch's ListItems live on while the database compares them.
   const read = (): ListItem[] | null => {
@@ -78,6 +80,7 @@ export async function writeListPoll(
     for (const id of diff.unchanged) unchanged.push(id);
     result.listed += items.length;
     result.written += diff.writes.length;
+    for (const w of diff.writes) result.writtenIds.push(w.id);
     result.changes += diff.changes;
     result.members += diff.members;
     items = next;
@@ -96,6 +99,7 @@ export async function writeListPoll(
       const writes = diffLeaves(list, await loadTickets(tx, leaving.slice(i, i + batchSize)), initial);
       await writeListRows(tx, list, at, writes, []);
       result.written += writes.length;
+      for (const w of writes) result.writtenIds.push(w.id);
       if (!initial) result.changes += writes.length;
     }
   }

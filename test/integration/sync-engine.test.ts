@@ -37,6 +37,16 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(m.sim.log.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
+  it('counts the tickets a pass changed, not the rows: a ticket in three lists and its detail is one', async () => {
+    const [first] = await m.runUntil(() => false, 1);
+    const tickets = await count(m.db, sql`select count(*)::int as n from tickets`);
+    expect(tickets).toBeGreaterThan(0);
+    // Every ticket is new in the first pass: each counted once, though open tickets are in two or three lists.
+    expect(first!.ticketsChanged).toBe(tickets);
+    const [run] = await queryRows<{ tickets_changed: number }>(m.db, sql`select tickets_changed from sync_runs order by id limit 1`);
+    expect(run!.tickets_changed).toBe(tickets);
+  });
+
   it('counts what other processes wrote to the ledger since its last pass: a budget they spent is not spent again', async () => {
     await m.runUntil(synced);
     const before = m.engine.gate.snapshot();
