@@ -71,6 +71,7 @@ describe.each(backends)('a list in batches on $name', ({ open }) => {
       expect(poll, `poll ${minute}`).toEqual({
         listed: diff.unchanged.length + diff.writes.filter((w) => w.seen).length,
         written: diff.writes.length,
+        writtenIds: expect.arrayContaining(diff.writes.map((w) => w.id)),
         changes: diff.changes,
         members: diff.members,
         withheld: diff.withheld,
