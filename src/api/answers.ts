@@ -65,7 +65,7 @@ export function classifyGetAnswer(a: HttpAnswer, path: string, ticketId: string 
   // Any JSON answer ends a run of pages: the way to the API is open.
   if (json) memory.pages = null;
   if (status === 401 || status === 403) throw new AuthError(`the API rejected the token (HTTP ${status}${says}): check TICKETS_API_TOKEN`, status);
-  if (status === 429) throw new ThrottledError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+  if (status === 429) throw new ThrottledError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers, a.at));
   if (status === 404) {
     if (apiError === null) {
       throw new TransientError(`${path} answered 404 without the API's {"error"} body (a gateway or proxy?): not taken as a deleted ticket`, status);
@@ -169,10 +169,19 @@ function locationOrigin(location: string | undefined): string {
   }
 }
 
-/** Retry-After in delta-seconds, at most a day; 60 s when absent or given as a date. */
-export function retryAfterMs(headers: IncomingHttpHeaders): number {
-  const seconds = headerInt(headers['retry-after']);
-  return Math.min(seconds ?? 60, MAX_RETRY_AFTER_S) * 1000;
+/**
+ * The wait a Retry-After asks for, at most a day: delta-seconds, or an HTTP date (RFC 9110), read against `at`, when the
+ * answer came — a date in the past is no wait; 60 s when it is absent or neither.
+ */
+export function retryAfterMs(headers: IncomingHttpHeaders, at?: number): number {
+  const value = headers['retry-after'];
+  const seconds = headerInt(value);
+  if (seconds !== null) return Math.min(seconds, MAX_RETRY_AFTER_S) * 1000;
+  const text = (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
+  // An IMF-fixdate or one of the obsolete forms: a weekday's name, then letters, digits, spaces, colons, commas, dashes.
+  const date = at !== undefined && /^[a-z]{3,9}, [\w :,-]{10,40}$/i.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isFinite(date)) return Math.min(Math.max(0, date - at!), MAX_RETRY_AFTER_S * 1000);
+  return 60_000;
 }
 
 /** A header that must be a non-negative whole number; anything else (a date, `-5`, `1e9`, garbage) is null. */

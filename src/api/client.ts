@@ -212,7 +212,7 @@ export class ApiClient {
         if (a.status === 429) {
           // Thrown as such so that the gate holds every request back for its Retry-After; read below like any answer.
           answer = a;
-          throw new ThrottledError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers));
+          throw new ThrottledError(`the API answered 429 to ${path}`, a.at + retryAfterMs(a.headers, a.at));
         }
         return a;
       });
@@ -236,7 +236,7 @@ export class ApiClient {
         throw new ReplyOutcomeUnknownError(
           `${path} answered ${verdict.reason}`,
           answer.status,
-          verdict.throttled ? answer.at + retryAfterMs(answer.headers) : undefined,
+          verdict.throttled ? answer.at + retryAfterMs(answer.headers, answer.at) : undefined,
         );
     }
   }
