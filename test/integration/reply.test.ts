@@ -113,6 +113,16 @@ describe('ticket-mirror reply, as a child process on the embedded database', () 
     expect(sim.log.length).toBe(before);
   }, 60_000);
 
+  it('refuses a blank ticket id with exit 2, before any request (it spent one on /ticket//reply)', async () => {
+    const before = sim.log.length;
+    for (const id of ['', '  ']) {
+      const result = await runCli(['reply', id, 'Hello there'], env, dir);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe('ticket-mirror: the ticket id is empty; nothing was sent\n');
+    }
+    expect(sim.log.length).toBe(before);
+  }, 60_000);
+
   it('exits 1 with "not found" for an unknown ticket, and 2 for a rejected token', async () => {
     const missing = await runCli(['reply', 'NoSuchTicket', 'Hello there'], env, dir);
     expect(missing.code).toBe(1);

@@ -8,7 +8,7 @@ import { EXIT, ExitError } from '../exit.ts';
 
 /**
  * `ticket-mirror reply <ticket-id> <message>`: posts a reply now, writes it into `messages`, prints the new message id.
- * Exit 2 when the message is too short (checked before anything is opened or sent) or the API refused the token
+ * Exit 2 when the ticket id is blank or the message too short (checked before anything is opened or sent) or the API refused the token
  * (its own 401/403: nothing was posted); exit 1 when the ticket does not exist, nothing could be sent, or the outcome
  * is unknown — any other answer (an HTML page, a 5xx, a timeout …) may have posted the reply, and says so.
  */
@@ -19,6 +19,8 @@ export async function replyCommand(
   stdin: AsyncIterable<Buffer | string> = process.stdin,
 ): Promise<void> {
   const message = messageArg === '-' ? await readAll(stdin) : messageArg;
+  // As reply_outbox's CHECK: a blank id names no ticket, and its POST (to /ticket//reply) spent a request for a 404.
+  if (ticketId.trim() === '') throw new ExitError('the ticket id is empty; nothing was sent', EXIT.usage);
   const problem = replyTextProblem(message);
   if (problem) throw new ExitError(`${problem}; nothing was sent`, EXIT.usage);
   await withDatabase(config, async (database) => {
