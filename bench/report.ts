@@ -3,6 +3,7 @@ import type { CostResult } from './localCostWorker.ts';
 import type { LagStats } from './stats.ts';
 import type { StrategyName } from './strategies/index.ts';
 import type { LagSet, StrategySummary } from './summarize.ts';
+import { allowedPerDay } from '../src/sync/budget.ts';
 import { MAX_QUIET_HOURS } from './virtualRun.ts';
 import type { Workload, WorkloadName } from './workload.ts';
 
@@ -150,7 +151,7 @@ function idleShare(x: StrategySummary, r: WorkloadResult): string {
   if (!x.steadyBlocks || !r.steadyWindow) return 'n/a';
   const days = (r.steadyWindow.toMs - r.steadyWindow.fromMs) / 86_400_000;
   const used = [...x.steadyBlocks.polls, ...x.steadyBlocks.details].reduce((a, b) => a + b, 0);
-  const allowed = Math.floor(r.workload.limits.daily * (1 - r.workload.limits.reserve)) * days;
+  const allowed = allowedPerDay(r.workload.limits) * days;
   return `${Math.max(0, Math.round((1 - used / allowed) * 100))} %`;
 }
 

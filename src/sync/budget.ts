@@ -41,12 +41,20 @@ export interface BudgetSnapshot {
   nextSlotAt: number;
 }
 
+/**
+ * What is left of `limit` beyond the reserve, in whole requests. The reserve is a decimal fraction, which binary
+ * floating point does not hold exactly: 1440 × (1 − 0.9) is 143.99999999999997, and 144 were meant.
+ */
+function beyondReserve(limit: number, reserve: number): number {
+  return Math.floor(limit * (1 - reserve) + 1e-9);
+}
+
 export function allowedPerDay(limits: BudgetLimits): number {
-  return Math.floor(limits.daily * (1 - limits.reserve));
+  return beyondReserve(limits.daily, limits.reserve);
 }
 
 export function allowedPerMinute(limits: BudgetLimits): number {
-  return Math.max(1, Math.floor(limits.minute * (1 - limits.reserve)));
+  return Math.max(1, beyondReserve(limits.minute, limits.reserve));
 }
 
 /**

@@ -21,6 +21,16 @@ describe('budgetAt', () => {
     expect(budgetAt(limits, [at(when)], T0).dailyUsed).toBe(used);
   });
 
+  it.each([
+    [1440, 0.9, 144],
+    [1440, 0.3, 1008],
+    [1440, 0.1, 1296],
+    [100, 0.07, 93],
+    [60, 0.15, 51],
+  ])('keeps %i × (1 − %f) = %i whole, decimals as they were meant', (daily, reserve, allowed) => {
+    expect(budgetAt({ daily, minute: 60, reserve }, [], T0).dailyAllowed).toBe(allowed);
+  });
+
   it('refuses when the rolling day is spent and says when the oldest request frees a slot', () => {
     const samples = Array.from({ length: 1296 }, (_, i) => at(T0 - DAY_MS + 1000 + i * 60_000));
     const b = budgetAt(limits, samples, T0);
