@@ -123,7 +123,8 @@ function notApiAnswer(a: HttpAnswer, path: string, memory: AnswerMemory): never 
       a.status,
     );
   }
-  throw new NotApiAnswerError(`${path} answered with ${what} (${pages.count} in a row; a proxy or gateway?): retrying`, a.status);
+  // Not "retrying": the daemon does (and says so), but `sync`, whose pass this ends, exits with this text.
+  throw new NotApiAnswerError(`${path} answered with ${what} (${pages.count} in a row, after JSON answers: a proxy or gateway?)`, a.status);
 }
 
 export function looksHtml(a: HttpAnswer): boolean {
