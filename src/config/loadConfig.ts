@@ -106,6 +106,8 @@ const EnvSchema = z.object({
       .string()
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier (letters, digits, _)')
       .refine((v) => !v.startsWith('pg_'), 'must not start with pg_ (PostgreSQL keeps those names)')
+      // PostgreSQL's own too: it takes tables, but pg_dump leaves them out of every backup.
+      .refine((v) => v !== 'information_schema', 'must not be information_schema (PostgreSQL keeps it: pg_dump leaves it out of backups)')
       .default('public'),
   ),
   /** The fleet's control schema (accounts, views across them; pg-boss in `<FLEET_SCHEMA>_jobs`). @default ticket_mirror_fleet */
@@ -243,6 +245,7 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
   const pglitePassword = resolvePglitePassword(merged, problems);
   const fleetKey = resolveFleetKey(merged, problems);
   if (options.requireApi) problems.unshift(...missingApi(merged, token, problems));
+  if (parsed.success) problems.push(...portClash(parsed.data));
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
   const api = apiBase(e.TICKETS_API_URL);
@@ -274,6 +277,15 @@ export function loadConfig(env: Record<string, string | undefined>, options: Loa
     }),
     notes: Object.freeze(api.note ? [api.note] : []),
   });
+}
+
+/**
+ * With the embedded database `run` serves both ports on this machine: the same one twice failed at start as "in use by
+ * another program", when the other program was itself.
+ */
+function portClash(e: { DATABASE_URL?: string; PGLITE_PORT: number; HTTP_PORT: number }): string[] {
+  if (e.DATABASE_URL || e.PGLITE_PORT === 0 || e.PGLITE_PORT !== e.HTTP_PORT) return [];
+  return [`HTTP_PORT=${e.HTTP_PORT} and PGLITE_PORT=${e.PGLITE_PORT} are the same port: the daemon serves both (set one to another port, or 0 to turn it off)`];
 }
 
 /**

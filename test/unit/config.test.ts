@@ -166,6 +166,16 @@ describe('loadConfig', () => {
     expect(problemsOf(() => loadConfig({ DB_SCHEMA: 'pg_mirror' }, { cwd }))).toEqual([expect.stringMatching(/^DB_SCHEMA=.*pg_/)]);
   });
 
+  it('refuses information_schema as DB_SCHEMA, and one port for both of the embedded database\'s servers', () => {
+    const cwd = emptyDir();
+    expect(problemsOf(() => loadConfig({ DB_SCHEMA: 'information_schema' }, { cwd }))).toEqual([expect.stringMatching(/^DB_SCHEMA=.*information_schema/)]);
+    expect(problemsOf(() => loadConfig({ HTTP_PORT: '5433' }, { cwd }))).toEqual([
+      'HTTP_PORT=5433 and PGLITE_PORT=5433 are the same port: the daemon serves both (set one to another port, or 0 to turn it off)',
+    ]);
+    expect(loadConfig({ HTTP_PORT: '5433', DATABASE_URL: 'postgres://localhost/x' }, { cwd }).httpPort).toBe(5433);
+    expect(loadConfig({ HTTP_PORT: '0', PGLITE_PORT: '0' }, { cwd }).httpPort).toBe(0);
+  });
+
   it('reads .env, with the environment taking precedence', () => {
     const cwd = emptyDir();
     writeFileSync(join(cwd, '.env'), 'TICKETS_API_URL=http://from-dotenv\nAPI_RESERVE=0.3\nLOG_LEVEL=warn\n');
