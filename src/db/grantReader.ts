@@ -47,6 +47,9 @@ export async function grantReader(db: Db, schema: string, role: string): Promise
     // A concurrent grant-reader may create it between the check and here; its duplicate_object error then aborts this
     // transaction, and running the command again finds the role.
     if (created) await tx.execute(sql`create role ${r} login`);
+    // So that its queries name the tables alone (`select * from tickets`), as on `public`. A role that existed keeps
+    // its own search_path: it may serve other schemas too.
+    if (created && schema !== 'public') await tx.execute(sql`alter role ${r} set search_path = ${s}, public`);
     await tx.execute(sql`grant usage on schema ${s} to ${r}`);
     await tx.execute(sql`grant select on all tables in schema ${s} to ${r}`);
     // For the objects the current (migrating) user creates from now on in this schema.

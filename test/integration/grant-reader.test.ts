@@ -101,6 +101,27 @@ describe.skipIf(!postgresUrl)('grantReader on PostgreSQL (PGlite has one superus
     await dropRole(database, role);
   });
 
+  it('a role it creates finds the tables of a schema other than public by their names alone; a role that existed keeps its search_path', async () => {
+    expect(database.schema).not.toBe('public');
+    const role = uniqueRole();
+    await grantReader(database.db, database.schema, role);
+    const url = new URL(postgresUrl!);
+    const client = new pg.Client({ host: url.hostname, port: Number(url.port || 5432), database: url.pathname.slice(1) || 'postgres', user: role });
+    await client.connect();
+    try {
+      expect((await client.query('select count(*)::int as n from tickets')).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await client.end();
+    }
+    const existing = uniqueRole();
+    await database.db.execute(sql.raw(`create role "${existing}" login`));
+    await grantReader(database.db, database.schema, existing);
+    const [settings] = await queryRows<{ config: string[] | null }>(database.db, sql`select rolconfig as config from pg_roles where rolname = ${existing}`);
+    expect(settings!.config).toBeNull();
+    await dropRole(database, role);
+    await dropRole(database, existing);
+  });
+
   it('narrows the table-wide INSERT an earlier version granted to (ticket_id, message)', async () => {
     const role = uniqueRole();
     await grantReader(database.db, database.schema, role);
