@@ -8,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { ReportSettings } from '../model/reportSettings.ts';
 import { intOption } from '../options.ts';
+import { refuseNewerSchema } from './migrationState.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
 import { applyComments } from './repos/comments.ts';
 import { writeReportSettings } from './repos/reportSettings.ts';
@@ -109,6 +110,7 @@ async function openPostgres(url: string, schemaName: string, max: number, report
         await client.query('select pg_advisory_lock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
         try {
           await client.query(`create schema if not exists ${quoteIdent(schemaName)}`);
+          await refuseNewerSchema(drizzlePg(client) as unknown as Db, schemaName);
           await migratePg(drizzlePg(client), {
             migrationsFolder: MIGRATIONS,
             migrationsSchema: schemaName,
@@ -150,6 +152,7 @@ async function openPglite(dir: string, schemaName: string, report: ReportSetting
     schema: schemaName,
     pglite: client,
     async migrate() {
+      await refuseNewerSchema(db, schemaName);
       await migratePglite(drizzlePglite(client), {
         migrationsFolder: MIGRATIONS,
         migrationsSchema: schemaName,

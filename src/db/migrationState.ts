@@ -17,16 +17,39 @@ export interface MigrationState {
   known: number;
   /** Of those, not applied yet; all of them when nothing was ever migrated. */
   pending: number;
+  /** A migration this code does not ship was applied after its newest: a newer version migrated the schema. */
+  newer: boolean;
 }
 
 export async function migrationState(db: Db, schema: string): Promise<MigrationState> {
   const shipped = readMigrationFiles({ migrationsFolder: MIGRATIONS });
   const last = (await lastMigrationAt(db, schema, MIGRATIONS_TABLE)) ?? 0;
-  return { known: shipped.length, pending: shipped.filter((m) => m.folderMillis > last).length };
+  const newest = Math.max(0, ...shipped.map((m) => m.folderMillis));
+  return { known: shipped.length, pending: shipped.filter((m) => m.folderMillis > last).length, newer: last > newest };
 }
 
-/** A line about a database that is not migrated, with the fix; null when it is. */
+/**
+ * A schema a newer version migrated is refused before this one migrates or writes it: drizzle's migrator found nothing
+ * pending and went on, and this version wrote tables whose meaning had moved on (a column's rule, a trigger's).
+ */
+export class NewerSchemaError extends Error {
+  override name = 'NewerSchemaError';
+}
+
+export async function refuseNewerSchema(db: Db, schema: string): Promise<void> {
+  const problem = newerSchema(await migrationState(db, schema), schema);
+  if (problem) throw new NewerSchemaError(problem);
+}
+
+function newerSchema(state: MigrationState, schema: string): string | null {
+  return state.newer
+    ? `the schema ${schema} was migrated by a newer version of ticket-mirror (a migration this one does not know): run that version or a later one`
+    : null;
+}
+
+/** A line about a database that is not migrated (or migrated by a newer version), with the fix; null when it is current. */
 export function notMigrated(state: MigrationState): string | null {
+  if (state.newer) return 'migrated by a newer version of ticket-mirror (a migration this one does not know): run that version or a later one';
   if (state.pending === 0) return null;
   return state.pending === state.known
     ? 'not migrated yet (no table of ticket-mirror in it)'

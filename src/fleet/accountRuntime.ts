@@ -159,7 +159,9 @@ export class RuntimeCache {
     const existed = await mirrorExists(database.db, account.schemaName);
     // A current schema is left as it is: every worker's first pass of every account would otherwise rewrite its
     // comments (and take the migration lock), which a fleet of thousands pays for at each start.
-    if (!existed || (await migrationState(database.db, account.schemaName)).pending > 0) await database.migrate();
+    // A schema a newer version migrated is refused by migrate (db/migrationState.ts).
+    const state = existed ? await migrationState(database.db, account.schemaName) : null;
+    if (!state || state.pending > 0 || state.newer) await database.migrate();
     const target = { schema: account.schemaName, account: account.name, channel: fleetChannels(this.#o.fleet.schema).reply };
     if (!(await replyNotifyInstalled(database.db, target))) await database.db.transaction((tx) => installReplyNotify(tx, target));
     // The views across the fleet leave out an account until its schema has the tables: rebuilt once it has them (not

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, queryRows, sql } from '../../src/db/connect.ts';
+import { migrationState, NewerSchemaError, notMigrated } from '../../src/db/migrationState.ts';
 import { DataFolderLockedError } from '../../src/db/pgliteLock.ts';
 import { tickets } from '../../src/db/schema.ts';
 import { canonicalTimestamp } from '../../src/time.ts';
@@ -30,6 +31,21 @@ describe.each(backends)('database on $name', ({ open }) => {
     expect(rows.map((r) => r.table_name)).toEqual(expect.arrayContaining(CONTRACT_TABLES));
     const applied = await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from __ticket_mirror_migrations`);
     expect(applied[0]!.n).toBe(MIGRATION_COUNT);
+  });
+
+  it('refuses a schema a newer version migrated, before migrating or writing it; status says so', async () => {
+    await database.migrate();
+    const newest = Math.max(...JSON.parse(readFileSync(new URL('../../migrations/meta/_journal.json', import.meta.url), 'utf8')).entries.map((e: { when: number }) => e.when));
+    await database.db.execute(sql`insert into __ticket_mirror_migrations (hash, created_at) values ('from-a-newer-version', ${newest + 86_400_000})`);
+    try {
+      await expect(database.migrate()).rejects.toThrow(NewerSchemaError);
+      const state = await migrationState(database.db, database.schema);
+      expect(state).toMatchObject({ pending: 0, newer: true });
+      expect(notMigrated(state)).toMatch(/^migrated by a newer version of ticket-mirror/);
+    } finally {
+      await database.db.execute(sql`delete from __ticket_mirror_migrations where hash = 'from-a-newer-version'`);
+    }
+    await database.migrate();
   });
 
   it('keeps microseconds: 2024-05-01T10:20:30.123456Z comes back as the same instant', async () => {

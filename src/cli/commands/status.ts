@@ -80,6 +80,7 @@ async function directly(config: Config, database: Database): Promise<MirrorStatu
   if (problem && state.pending === state.known) {
     return emptyStatus(config, Date.now(), `${databasePlace(config)} is ${problem}: \`ticket-mirror run\` creates the tables, and so does \`ticket-mirror migrate\``);
   }
+  if (problem && state.newer) throw new ExitError(`${databasePlace(config)} is ${problem}`, EXIT.failure);
   if (problem) {
     throw new ExitError(
       `${databasePlace(config)} is ${problem}: \`ticket-mirror migrate\` applies the migrations (so does \`run\` when it starts)`,
