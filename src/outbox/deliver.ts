@@ -7,11 +7,13 @@ import { countDueReplies } from '../db/repos/outboxDue.ts';
 import {
   checkLater,
   claimedMessageIds,
+  unmatchedTexts,
   claimForCheck,
   failUnreadable,
   lockNextDue,
   markFailed,
   markPending,
+  markRefused,
   markSending,
   markSent,
   releaseAbandonedClaims,
@@ -276,8 +278,8 @@ async function postFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step>
     throw e;
   }
   if (e instanceof RateLimitedError) {
-    // The local budget said no before anything was sent: the same row goes first when a slot frees up.
-    await db.transaction((tx) => markPending(tx, row, isoMicros(e.retryAt), e.message));
+    // The local budget said no before anything was sent: the same row goes first when a slot frees up, its attempt back.
+    await db.transaction((tx) => markRefused(tx, row, isoMicros(e.retryAt), e.message));
     if (e instanceof ReplyShareSpentError) {
       o.logger.warn({ outbox: row.id, ticket: row.ticketId, retryAt: new Date(e.retryAt).toISOString() }, `reply waits: ${e.message}`);
     }
@@ -323,6 +325,7 @@ async function check(o: Deliverer, row: OutboxRow): Promise<Step> {
       text: row.message,
       sendingSince: row.sendingSince ?? row.requestedAt,
       claimed: await claimedMessageIds(tx, row.ticketId),
+      others: await unmatchedTexts(tx, row.ticketId, row.id),
       self: await tokenUser(tx),
     });
     // The detail is fresh: the mirror gets it for free, the reply's message included.

@@ -13,7 +13,8 @@ import { sameReplyText } from './states.ts';
  * the answer "ambiguous" more often, never "absent" wrongly.
  *
  * "Absent" is only said when no such recent message exists at all; a recent message by the user with another text
- * (the service may alter or cut the text, or someone else posted as the same user) is "ambiguous": the row then ends
+ * (the service may alter or cut the text, or someone else posted as the same user) — unless that text is another
+ * unmatched outbox row's of the ticket, whose reply it is — is "ambiguous": the row then ends
  * `failed` rather than risk posting the reply twice. So is a message with this very text that the rules above do not
  * take for it, created up to a day before the POST: one without a user (the service need not name it), by another
  * user, or earlier than the margin allows (the service's clock behind ours by more than a minute). Each was said
@@ -34,6 +35,11 @@ export interface ReconcileInput {
   sendingSince: string;
   /** Message ids other outbox rows were matched with. */
   claimed: ReadonlySet<string>;
+  /**
+   * The texts of the ticket's other outbox rows not matched with a message (pending, sending, failed): a message with
+   * one of those texts, and not this row's, is theirs, not this one altered. @default none
+   */
+  others?: readonly string[];
   /** The token's user (the API's `user` object), or null when not known yet. */
   self: unknown;
   /** Tolerated clock skew between this host and the service. @default 60000 */
@@ -65,7 +71,10 @@ export function reconcile(input: ReconcileInput): Reconciliation {
         'it may be this reply. Not sent again, to rule out a duplicate; check the ticket, and set state back to pending to send it anyway',
     };
   }
-  const other = recent[0];
+  // Several rows of one ticket whose answers were lost: the message of the one that was posted made every other
+  // "ambiguous", and they ended failed, never sent (a helper's probe: two POSTs the service never stored, one it did).
+  const others = input.others ?? [];
+  const other = recent.find((m) => m.message === null || !others.some((text) => sameReplyText(m.message!, text)));
   if (!other) return { outcome: 'absent' };
   const who = input.self === null ? 'an agent' : "the token's user";
   return {

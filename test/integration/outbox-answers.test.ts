@@ -105,6 +105,22 @@ describe.each(backends)('what a reply POST answer proves, on $name against the s
     expect(m.sim.log.slice(from).map((r) => r.method)).toContain('GET');
   });
 
+  it('three lost answers on one ticket, one of them posted: each row is sent exactly once, none failed for the others\' message', async () => {
+    const ticket = tickets.pop()!;
+    const texts = ['First of three.', 'Second of three.', 'Third of three.'].map((t) => `${t} (${ticket})`);
+    // Two 500s before the service stored anything, then a 502 after it stored the third.
+    m.sim.faults.inject({ kind: 'answer', match: `/ticket/${ticket}/reply`, times: 2, answer: { status: 500, headers: JSON_TYPE, body: '{"error":"Server Error"}' } });
+    const ids = [];
+    for (const text of texts) ids.push(await enqueue(ticket, text));
+    m.sim.faults.inject({ ...replaced(502, { 'content-type': 'text/plain' }, 'Bad Gateway'), match: `/ticket/${ticket}/reply` });
+    await fourRuns();
+    for (const [i, id] of ids.entries()) {
+      const truth = stored(ticket, texts[i]!);
+      expect(truth, texts[i]).toHaveLength(1);
+      expect(await row(id)).toMatchObject({ state: 'sent', message_id: truth[0]!.id });
+    }
+  });
+
   it('a 201 whose message id the mirror cannot store (4,000 characters): one POST in four runs, the row sent, saying so', async () => {
     const ticket = tickets.pop()!;
     const text = `An id too long for any index (${ticket}).`;
@@ -212,7 +228,7 @@ describe.each(backends)('what a reply POST answer proves, on $name against the s
     expect(stored(ticket, text)).toHaveLength(1);
   });
 
-  it('a refusal of the local budget sent nothing: the row is pending until the slot, its attempt never given back', async () => {
+  it('a refusal of the local budget sent nothing: the row is pending until the slot, its attempt given back', async () => {
     const ticket = tickets.pop()!;
     const slot = m.clock.now() + 40_000;
     const refusing = new ApiClient({
@@ -226,7 +242,13 @@ describe.each(backends)('what a reply POST answer proves, on $name against the s
     const id = await enqueue(ticket, `Within the budget (${ticket}).`);
     expect(await deliver(refusing)).toEqual({ sent: 0, failed: 0, waiting: 1 });
     const waiting = await row(id);
-    expect(waiting).toMatchObject({ state: 'pending', attempts: 1, error: expect.stringMatching(/budget is spent/) });
+    expect(waiting).toMatchObject({ state: 'pending', attempts: 0, error: expect.stringMatching(/budget is spent/) });
+    // However often the budget says no, the row keeps every attempt for its POSTs.
+    for (let i = 0; i < 7; i++) {
+      m.clock.advance(41_000);
+      await deliver(refusing);
+    }
+    expect(await row(id)).toMatchObject({ state: 'pending', attempts: 0 });
     expect(Date.parse(waiting.next_attempt_at!)).toBe(slot);
     expect(m.sim.log.length).toBe(from);
   });

@@ -79,6 +79,18 @@ describe('reconcile', () => {
     expect(verdict.outcome === 'ambiguous' && verdict.reason).toMatch(/message x .*different text/);
   });
 
+  it("a recent reply whose text is another unmatched row's of the ticket is that row's: this one is absent, not ambiguous", () => {
+    const theirs = message('c', 'sibling C', '2026-01-05T09:00:03.000000Z');
+    expect(reconcile(input([theirs])).outcome).toBe('ambiguous');
+    expect(reconcile(input([theirs], { others: ['  sibling C\n', 'sibling B'] }))).toEqual({ outcome: 'absent' });
+    // Another text beside it still makes this row's outcome unknown.
+    const altered = message('d', 'Thanks, fixed', '2026-01-05T09:00:04.000000Z');
+    expect(reconcile(input([theirs, altered], { others: ['sibling C'] })).outcome).toBe('ambiguous');
+    // And this row's own text is found first, whatever the others are.
+    const mine = message('e', 'Thanks, fixed now.', '2026-01-05T09:00:05.000000Z');
+    expect(reconcile(input([theirs, mine], { others: ['sibling C', 'Thanks, fixed now.'] }))).toEqual({ outcome: 'posted', message: mine });
+  });
+
   it('with the token user unknown, any agent counts: more ambiguous, never wrongly absent', () => {
     const other = message('o', 'Something else', '2026-01-05T09:00:02.000000Z', OTHER);
     expect(reconcile(input([other], { self: null })).outcome).toBe('ambiguous');

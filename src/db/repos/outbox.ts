@@ -254,7 +254,8 @@ export function markFailed(tx: Tx, row: OutboxRow, error: string): Promise<Outbo
 
 /**
  * Back to `pending`, to be sent at `retryAt` (null: on the next run), when the POST certainly did not post. The attempt
- * still counts: attempts are never given back, so no answer, however it is read, can make a row be sent without end.
+ * still counts: no answer of the API's, however it is read, can make a row be sent without end (see markRefused for
+ * the one exception, a request never made).
  */
 export function markPending(tx: Tx, row: OutboxRow, retryAt: string | null, error: string): Promise<OutboxRow | null> {
   return moveRow(tx, row, 'pending', sql`next_attempt_at = ${retryAt}::timestamptz, error = ${error}, ${UNCLAIMED}`);
@@ -264,6 +265,15 @@ export function markPending(tx: Tx, row: OutboxRow, retryAt: string | null, erro
  * Applies one allowed transition, with the column assignments `set`, if the row is still as `row` saw it; the updated
  * row, or null when it was not.
  */
+/**
+ * Back to `pending` at `retryAt` with its attempt given back: the local budget refused the POST, so no request was
+ * made. Counted, the refusals of a busy minute used up a row's five attempts before its first POST, and a lost answer
+ * after it left no retry at all.
+ */
+export function markRefused(tx: Tx, row: OutboxRow, retryAt: string, error: string): Promise<OutboxRow | null> {
+  return moveRow(tx, row, 'pending', sql`attempts = greatest(attempts - 1, 0), next_attempt_at = ${retryAt}::timestamptz, error = ${error}, ${UNCLAIMED}`);
+}
+
 async function moveRow(tx: Tx, row: OutboxRow, to: OutboxState, set: SQL): Promise<OutboxRow | null> {
   if (!canTransition(row.state, to)) throw new Error(`reply_outbox ${row.id}: ${row.state} → ${to} is not an allowed transition`);
   const [updated] = await queryRows<OutboxRecord>(
@@ -286,6 +296,16 @@ export async function claimedMessageIds(tx: Tx, ticketId: string): Promise<Set<s
     sql`select message_id from reply_outbox where ticket_id = ${ticketId} and message_id is not null and inserted_as = 'request'`,
   );
   return new Set(rows.map((r) => r.message_id));
+}
+
+/** The texts of the ticket's outbox rows other than `exceptId` that no message was matched with (see reconcile's `others`). */
+export async function unmatchedTexts(tx: Tx, ticketId: string, exceptId: number): Promise<string[]> {
+  const rows = await queryRows<{ message: string }>(
+    tx,
+    sql`select message from reply_outbox
+        where ticket_id = ${ticketId} and id <> ${exceptId} and message_id is null and inserted_as = 'request' and message is not null`,
+  );
+  return rows.map((r) => r.message);
 }
 
 /**
