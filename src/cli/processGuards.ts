@@ -18,7 +18,8 @@ import { EXIT } from './exit.ts';
  *   closed the daemon's pipe) fails the next write there with EPIPE, emitted as an 'error' event. Unheard, that was an
  *   uncaught exception: a command that had done its work exited 1 calling it a bug, and a daemon logging pretty lines
  *   died at its next line, to be restarted into the same end. What goes there is lost, nothing else: the process goes
- *   on. Another write error (a full disk under a redirected output) leaves the output incomplete: exit 1 at the end.
+ *   on. Another write error (a full disk under a redirected output) leaves the output incomplete: exit 1 at the end,
+ *   and a line on stderr saying so (and that the command's work is done: `reply` posted the reply all the same).
  */
 export function installProcessGuards(
   logger: Logger,
@@ -26,8 +27,15 @@ export function installProcessGuards(
   outputs: readonly NodeJS.EventEmitter[] = [process.stdout, process.stderr],
 ): void {
   for (const output of outputs) {
+    let said = false;
     output.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE') process.exitCode = EXIT.failure;
+      if (error.code === 'EPIPE') return;
+      process.exitCode = EXIT.failure;
+      // Exit 1 alone read as a failed command: `reply > /dev/full` posted the reply, and a script sent it again. Once.
+      if (output === process.stdout && !said) {
+        said = true;
+        process.stderr.write(`ticket-mirror: could not write to standard output (${error.code ?? error.message}): what the command printed there is incomplete, but what it did is done\n`);
+      }
     });
   }
   process.on('unhandledRejection', (reason) => {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +41,25 @@ describe.runIf(postgresUrl)('output whose reader has gone', { timeout: 120_000 }
     expect(stderr).not.toContain('uncaught exception');
     expect(stderr).toBe('');
     expect(code).toBe(0);
+  });
+
+  it.runIf(existsSync('/dev/full'))('status whose standard output is a full disk: exit 1, and a line on stderr saying the output is incomplete', async () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const child = spawn(process.execPath, [BIN, 'status'], {
+        cwd,
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: postgresUrl!, DB_SCHEMA: database.schema, LOG_FORMAT: 'json' },
+        stdio: ['ignore', full, 'pipe'],
+      });
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((done) => child.once('close', done));
+      // Before: exit 1 and nothing said, read as a failed command (`reply` posted, then a script sent it again).
+      expect(code).toBe(1);
+      expect(stderr).toBe('ticket-mirror: could not write to standard output (ENOSPC): what the command printed there is incomplete, but what it did is done\n');
+    } finally {
+      closeSync(full);
+    }
   });
 
   it('run logging pretty lines to a standard error that was closed: keeps syncing, and stops gracefully on SIGTERM', async () => {
