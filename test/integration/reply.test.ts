@@ -9,7 +9,7 @@ import { startSimulator, type RunningSimulator } from '../../src/simulator/index
 import { rebuildFromRaw } from '../../src/sync/rebuild.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
-import { runCli } from '../helpers/runProcess.ts';
+import { runCli, startCommand, waitUntil } from '../helpers/runProcess.ts';
 
 describe.each(backends)('postReply on $name against the simulator', ({ open }) => {
   let database: TestDatabase;
@@ -112,6 +112,21 @@ describe('ticket-mirror reply, as a child process on the embedded database', () 
     expect(result.stdout).toBe('');
     expect(sim.log.length).toBe(before);
   }, 60_000);
+
+  it('Ctrl-C while the POST is out says the reply may have been posted, and exits 130', async () => {
+    const ticket = sim.model.randomTicketId('open')!;
+    sim.faults.inject({ kind: 'slow', match: `/ticket/${ticket}/reply`, delayMs: 20_000 });
+    const reply = startCommand(['reply', ticket, 'Hello there'], { ...env, PGLITE_DIR: join(dir, 'interrupted') });
+    try {
+      await waitUntil('the POST is out', () => sim.log.some((r) => r.method === 'POST' && r.path.includes(ticket)), 60_000, reply);
+      reply.child.kill('SIGINT');
+      expect(await reply.exited).toEqual({ code: 130, signal: null });
+      expect(reply.output()).toBe(`ticket-mirror: interrupted (SIGINT) while posting: the reply may have been posted; check ticket ${ticket} before sending again\n`);
+    } finally {
+      sim.faults.clear();
+      await reply.dispose();
+    }
+  }, 90_000);
 
   it('refuses a blank ticket id with exit 2, before any request (it spent one on /ticket//reply)', async () => {
     const before = sim.log.length;

@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { systemClock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
 import { ReplyNotSentError, ReplyOutcomeUnknownError } from '../../errors.ts';
@@ -27,6 +28,12 @@ export async function replyCommand(
     await database.migrate();
     const engine = createEngine(config, database, logger, systemClock);
     await engine.init();
+    // Ctrl-C (or a supervisor's SIGTERM) while the POST is out ended the process without a word: the reply may be there.
+    const interrupted = (signal: NodeJS.Signals) => {
+      process.stderr.write(`ticket-mirror: interrupted (${signal}) while posting: the reply may have been posted; check ticket ${ticketId} before sending again\n`);
+      process.exit(128 + constants.signals[signal]);
+    };
+    process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
     try {
       const posted = await postReply({ db: database.db, client: engine.client, clock: systemClock }, ticketId, message);
       process.stdout.write(`${posted.messageId}\n`);
@@ -41,6 +48,8 @@ export async function replyCommand(
         throw new ExitError(`the reply was not sent (${error.message}): the API could not be reached`, EXIT.failure, { cause: error });
       }
       throw error;
+    } finally {
+      process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
     }
   });
 }
