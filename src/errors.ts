@@ -193,6 +193,11 @@ export function isWriteDataError(error: unknown): boolean {
  * parameter in its message (names, e-mails, message text), and whatever holds it may end up in `sync_runs.error`, a
  * log line, `/readyz` or the status page, none of which has authentication. The stack keeps the original's frames.
  */
+/** The database's schema was migrated by a newer version of ticket-mirror (see db/connect.ts). */
+export class NewerSchemaError extends Error {
+  override name = 'NewerSchemaError';
+}
+
 export class DatabaseError extends Error {
   override name = 'DatabaseError';
   constructor(

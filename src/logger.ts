@@ -1,8 +1,11 @@
 import pino, { type Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
-import type { LogLevel } from './config/loadConfig.ts';
+import { knownSecrets } from './secrets.ts';
 
 export type { Logger };
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * The logger, and the rule that no secret reaches a log line: not the bearer token, not a signed attachment URL, not a
@@ -88,28 +91,9 @@ const URL_QUERY = /(\bhttps?:\/\/[^\s"'<>?#\\]*)[?#][^\s"'<>\\]*/gi;
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s"'/:@\\]+:)[^\s"'/@\\]+@/gi;
 const SECRET_PARAMETER = /\b((?:signature|sig|token|access_token|api_key|password)=)[^\s&"'\\]+/gi;
 
-/** Secrets known by value (see rememberSecret), longest first, as one pattern; null while there is none. */
-const knownSecrets = new Set<string>();
-let KNOWN: RegExp | null = null;
-
-/** Shorter values are too likely to be ordinary text (and no API token is this short). */
-const MIN_SECRET_LENGTH = 8;
-
-/**
- * A secret the process holds by value — the API token — that scrubSecrets cuts wherever it appears: the patterns
- * above know only where secrets travel, and a service that echoes the token in an error ("bad token abc…") put it
- * in a log line, `sync_runs.error`, the CLI's message and the status page.
- */
-export function rememberSecret(value: string | undefined): void {
-  if (value === undefined || value.length < MIN_SECRET_LENGTH || knownSecrets.has(value)) return;
-  knownSecrets.add(value);
-  const alternatives = [...knownSecrets].sort((a, b) => b.length - a.length).map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  KNOWN = new RegExp(alternatives.join('|'), 'g');
-}
-
 /**
  * Replaces bearer credentials, URL query strings, passwords in URLs, secret-looking parameters and the secrets known
- * by value (rememberSecret) in a line.
+ * by value (secrets.ts, rememberSecret) in a line.
  */
 export function scrubSecrets(line: string): string {
   const scrubbed = line
@@ -117,7 +101,8 @@ export function scrubSecrets(line: string): string {
     .replace(URL_QUERY, '$1?[redacted]')
     .replace(URL_PASSWORD, '$1***@')
     .replace(SECRET_PARAMETER, '$1[redacted]');
-  return KNOWN === null ? scrubbed : scrubbed.replace(KNOWN, '[redacted]');
+  const known = knownSecrets();
+  return known === null ? scrubbed : scrubbed.replace(known, '[redacted]');
 }
 
 /** An error as plain data, without the request options, headers and bodies that HTTP client errors carry. */

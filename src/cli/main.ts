@@ -1,6 +1,5 @@
 import { CommanderError } from 'commander';
-import type { LogLevel } from '../config/loadConfig.ts';
-import { createLogger, type Logger } from '../logger.ts';
+import { createLogger, type Logger, type LogLevel } from '../logger.ts';
 import { holdSignals, releaseHeldSignals } from './heldSignals.ts';
 import { installProcessGuards } from './processGuards.ts';
 import { buildProgram, commandLine, reportFailure } from './program.ts';

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
-import { rememberSecret } from '../logger.ts';
+import { LOG_LEVELS, type LogLevel } from '../logger.ts';
+import { rememberSecret } from '../secrets.ts';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import type { ReportSettings } from '../model/reportSettings.ts';
@@ -16,7 +17,6 @@ import { parseBusinessHours, parseDuration, parseTimeZone } from './reportSettin
  * configuration may be what failed.
  */
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOG_FORMATS = ['json', 'pretty'] as const;
 
 /**
@@ -172,7 +172,6 @@ const EnvSchema = z.object({
   LOG_FORMAT: optionalText.pipe(z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(', ')}` }).optional()),
 });
 
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface Config {
   readonly apiUrl: string | undefined;

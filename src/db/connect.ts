@@ -3,14 +3,16 @@ import { setFlagsFromString } from 'node:v8';
 import type { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { ReportSettings } from '../model/reportSettings.ts';
+import { NewerSchemaError } from '../errors.ts';
 import { intOption } from '../options.ts';
-import { refuseNewerSchema } from './migrationState.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
 import { applyComments } from './repos/comments.ts';
+import { lastMigrationAt } from './repos/migrations.ts';
 import { writeReportSettings } from './repos/reportSettings.ts';
 import * as schema from './schema.ts';
 
@@ -52,7 +54,24 @@ export interface OpenDatabaseOptions {
 }
 
 const MIGRATIONS = fileURLToPath(new URL('../../migrations', import.meta.url));
-const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
+export const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
+
+/** The migrations this code ships, oldest first (drizzle's reading of the folder and its journal). */
+export function shippedMigrations(): ReturnType<typeof readMigrationFiles> {
+  return readMigrationFiles({ migrationsFolder: MIGRATIONS });
+}
+
+export const NEWER_SCHEMA = 'migrated by a newer version of ticket-mirror (a migration this one does not know): run that version or a later one';
+
+/**
+ * A schema a newer version migrated is refused before this one migrates or writes it: drizzle's migrator finds
+ * nothing pending and goes on, and this version wrote tables whose meaning had moved on (a column's rule, a trigger's).
+ */
+async function refuseNewerSchema(db: Db, schemaName: string): Promise<void> {
+  const last = (await lastMigrationAt(db, schemaName, MIGRATIONS_TABLE)) ?? 0;
+  const newest = Math.max(0, ...shippedMigrations().map((m) => m.folderMillis));
+  if (last > newest) throw new NewerSchemaError(`the schema ${schemaName} was ${NEWER_SCHEMA}`);
+}
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const schemaName = options.schema ?? 'public';

@@ -7,7 +7,8 @@ import { migrationState } from '../db/migrationState.ts';
 import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
 import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
 import { logPasses } from '../daemon/compose.ts';
-import { rememberSecret, type Logger } from '../logger.ts';
+import type { Logger } from '../logger.ts';
+import { rememberSecret } from '../secrets.ts';
 import { SyncEngine } from '../sync/engine.ts';
 import { openToken, type FleetKey } from './tokenSeal.ts';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cliOutput } from '../../src/cli/context.ts';
-import { chooseLogFormat, createCliLogger, rememberSecret, scrubSecrets } from '../../src/logger.ts';
+import { chooseLogFormat, createCliLogger, scrubSecrets } from '../../src/logger.ts';
+import { rememberSecret } from '../../src/secrets.ts';
 
 /** A stand-in for stderr: a terminal or not, recording what is written. */
 function fakeStream(isTTY: boolean, colors = false) {
