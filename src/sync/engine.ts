@@ -415,6 +415,12 @@ export class SyncEngine {
         if (sample) await recordRevalidation(tx, sample, written.changed, response.at);
         return written;
       });
+      if (result.heldElsewhere.length > 0) {
+        this.#o.logger.warn(
+          { ticket: id, heldElsewhere: result.heldElsewhere.slice(0, 20) },
+          "ids another ticket holds: left with it (the mirror's message and attachment ids are global)",
+        );
+      }
       this.#transientStreak = 0;
       this.#forbiddenStreak = 0;
       summary.detailsFetched++;

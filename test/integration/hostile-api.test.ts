@@ -211,6 +211,32 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     expect(row!.email).toBe(m.sim.model.detail(ticket)!.email);
   });
 
+  it('a message id two tickets give (ids per ticket) stays with the ticket that had it first, instead of moving at every read', async () => {
+    const [a, b] = m.sim.model.list('open').map((t) => t.id).filter((id) => m.sim.model.detail(id)!.messages.length > 0);
+    const sharing = (ticket: string) => {
+      const detail = structuredClone(m.sim.model.detail(ticket)!) as unknown as { messages: Array<{ id: string }> };
+      detail.messages[0]!.id = 'shared-1';
+      return JSON.stringify(detail);
+    };
+    for (const ticket of [a!, b!]) {
+      m.sim.faults.inject({ kind: 'answer', match: new RegExp(`^/api/v1/ticket/${ticket}$`), answer: { status: 200, headers: JSON_TYPE, body: sharing(ticket) }, times: 100_000 });
+    }
+    await m.runUntil(synced);
+    const owner = async () => (await queryRows<{ ticket_id: string }>(m.db, sql`select ticket_id from messages where id = 'shared-1'`))[0]!.ticket_id;
+    const first = await owner();
+    const owners = new Set<string>();
+    for (let hour = 0; hour < 6; hour++) {
+      await m.runFor(60 * MIN);
+      owners.add(await owner());
+    }
+    expect([...owners]).toEqual([first]);
+    expect(asked(`/api/v1/ticket/${a}`) + asked(`/api/v1/ticket/${b}`)).toBeGreaterThan(2);
+    // The other ticket's own messages are all there; the shared id is the only one it lacks.
+    const other = first === a ? b! : a!;
+    const stored = await count(m.db, sql`select count(*)::int as n from messages where ticket_id = ${other} and removed_at is null`);
+    expect(stored).toBe(m.sim.model.detail(other)!.messages.length - 1);
+  });
+
   it('a list whose answer stays unusable (a null item) is asked for again at its interval, not at every pass', async () => {
     await m.runUntil(synced);
     const body = JSON.stringify([...m.sim.model.list('open'), null]);

@@ -29,6 +29,8 @@ function detailColumns(t: TicketRow): Array<[column: string, value: SQL]> {
 export interface DetailWriteResult {
   /** The stored payload differed from the new one (or there was none). */
   changed: boolean;
+  /** Its messages and attachments whose ids another ticket holds, not written (see heldElsewhere), e.g. `message m1`. */
+  heldElsewhere: string[];
 }
 
 /**
@@ -66,8 +68,8 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
       detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
       detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
 
-  await writeMessages(tx, d, at, requestedAt);
-  await writeAttachments(tx, d, at);
+  const messages = await writeMessages(tx, d, at, requestedAt);
+  const attachments = await writeAttachments(tx, d, at, messages);
 
   const before = old ?? null;
   const state: TrackedState = {
@@ -79,7 +81,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
   if (!before || !sameState(state, before)) {
     await recordStateChanges(tx, [{ ticketId: t.id, state, changedAfter: before?.stateSeenAt ?? null }], at);
   }
-  return { changed: !old || old.same_raw !== true };
+  return { changed: !old || old.same_raw !== true, heldElsewhere: heldElsewhere(d, messages, attachments) };
 }
 
 /**
@@ -89,7 +91,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
  * after that (`ticket-mirror reply`, the outbox) is newer than the payload, not gone from it: `rebuild` marked such
  * replies removed, at an instant before they were even sent.
  */
-async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string): Promise<void> {
+async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string): Promise<Set<string>> {
   const rows = JSON.stringify(
     d.messages.map((m) => ({
       id: m.id,
@@ -106,8 +108,9 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string
       author: m.author,
     })),
   );
+  const taken = new Set<string>();
   if (d.messages.length > 0) {
-    await tx.execute(sql`
+    const written = await queryRows<{ id: string }>(tx, sql`
       insert into messages (id, ticket_id, message_type, ticket_status, message, outbound_sent, outbound_delivered_at,
         outbound_bounced, outbound_spam_complaint, outbound_error, created_at, author, removed_at, synced_at)
       select r.id, r.ticket_id, r.message_type, r.ticket_status, r.message, r.outbound_sent, r.outbound_delivered_at,
@@ -120,42 +123,63 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string
         message = excluded.message, outbound_sent = excluded.outbound_sent,
         outbound_delivered_at = excluded.outbound_delivered_at, outbound_bounced = excluded.outbound_bounced,
         outbound_spam_complaint = excluded.outbound_spam_complaint, outbound_error = excluded.outbound_error,
-        created_at = excluded.created_at, author = excluded.author, removed_at = null, synced_at = excluded.synced_at`);
+        created_at = excluded.created_at, author = excluded.author, removed_at = null, synced_at = excluded.synced_at
+      where messages.ticket_id = excluded.ticket_id or messages.removed_at is not null
+      returning id`);
+    for (const r of written) taken.add(r.id);
   }
-  if (!d.complete.messages) return;
+  if (!d.complete.messages) return taken;
   await tx.execute(sql`
     update messages set removed_at = ${at}::timestamptz
     where ticket_id = ${d.ticket.id} and removed_at is null and (synced_at is null or synced_at <= ${seenBy}::timestamptz)
       and id not in (select jsonb_array_elements_text(${JSON.stringify(d.messages.map((m) => m.id))}::jsonb))`);
+  return taken;
 }
 
-async function writeAttachments(tx: Tx, d: MappedDetail, at: string): Promise<void> {
-  const messageIds = new Set(d.messages.map((m) => m.id));
+async function writeAttachments(tx: Tx, d: MappedDetail, at: string, messageIds: ReadonlySet<string>): Promise<Set<string>> {
   const rows = JSON.stringify(
     d.attachments.map((a) => ({
       id: a.id,
       ticket_id: a.ticketId,
-      // A message id not in this detail would break the foreign key: the attachment then belongs to the ticket.
+      // A message not written with this detail (not in it, or another ticket's: heldElsewhere) would break the foreign
+      // key or point across tickets: the attachment then belongs to the ticket.
       message_id: a.messageId !== null && messageIds.has(a.messageId) ? a.messageId : null,
       name: a.name,
       mime_type: a.mimeType,
       size: a.size,
     })),
   );
+  const taken = new Set<string>();
   if (d.attachments.length > 0) {
-    await tx.execute(sql`
+    const written = await queryRows<{ id: string }>(tx, sql`
       insert into attachments (id, ticket_id, message_id, name, mime_type, size, removed_at, synced_at)
       select r.id, r.ticket_id, r.message_id, r.name, r.mime_type, r.size, null, ${at}::timestamptz
       from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_id text, name text, mime_type text, size bigint)
       on conflict (id) do update set
         ticket_id = excluded.ticket_id, message_id = excluded.message_id, name = excluded.name,
-        mime_type = excluded.mime_type, size = excluded.size, removed_at = null, synced_at = excluded.synced_at`);
+        mime_type = excluded.mime_type, size = excluded.size, removed_at = null, synced_at = excluded.synced_at
+      where attachments.ticket_id = excluded.ticket_id or attachments.removed_at is not null
+      returning id`);
+    for (const r of written) taken.add(r.id);
   }
-  if (!d.complete.attachments) return;
+  if (!d.complete.attachments) return taken;
   await tx.execute(sql`
     update attachments set removed_at = ${at}::timestamptz
     where ticket_id = ${d.ticket.id} and removed_at is null
       and id not in (select jsonb_array_elements_text(${JSON.stringify(d.attachments.map((a) => a.id))}::jsonb))`);
+  return taken;
+}
+
+/**
+ * The detail's message and attachment ids another ticket holds (not removed from it): left with that ticket. Ids are
+ * the mirror's primary keys, global; an API whose ids are per ticket moved the row to whichever ticket was read last,
+ * back and forth at every read, and an attachment could point at another ticket's message.
+ */
+function heldElsewhere(d: MappedDetail, messages: ReadonlySet<string>, attachments: ReadonlySet<string>): string[] {
+  return [
+    ...d.messages.filter((m) => !messages.has(m.id)).map((m) => `message ${m.id}`),
+    ...d.attachments.filter((a) => !attachments.has(a.id)).map((a) => `attachment ${a.id}`),
+  ];
 }
 
 /**
@@ -169,8 +193,7 @@ export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string):
     sql`, `,
   );
   await tx.execute(sql`update tickets set ${set} where id = ${t.id}`);
-  await writeMessages(tx, d, syncedAt, syncedAt);
-  await writeAttachments(tx, d, syncedAt);
+  await writeAttachments(tx, d, syncedAt, await writeMessages(tx, d, syncedAt, syncedAt));
 }
 
 /** For `rebuild`: up to `limit` stored payloads, in id order from after `after` (`''`: from the first). */
