@@ -264,7 +264,8 @@ async function send(o: Deliverer, row: OutboxRow): Promise<Step> {
  *   message's id, an unexpected error — may have posted the reply: the row stays `sending`, to be checked against
  *   the ticket's detail, never posted again before that.
  *
- * Attempts are never given back: an attempt counts from the moment its row was claimed.
+ * An attempt counts from the moment its row was claimed, and is given back only when the local budget refused it
+ * (no request was made: see markRefused).
  */
 async function postFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step> {
   const now = o.clock.now();

@@ -26,10 +26,8 @@ const ATTACHMENT_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'mime_type
 export function stripAttachmentUrls(body: JsonObject): JsonObject {
   const found = { urls: new Set<string>(), hosts: new Set<string>() };
   collect(body, found, false);
-  // A link's signature is cut on its own too: a link wrapped across two lines (as plain-text e-mail does) left its
-  // second half, query and signature, in the text.
-  const urls = [...found.urls, ...[...found.urls].flatMap(signaturesOf)].filter((u) => u.length > 8);
-  const redactor: Redactor = { urls: [...new Set(urls)].sort((a, b) => b.length - a.length), hosts: [...found.hosts] };
+  const signatures = [...new Set([...found.urls].flatMap(signaturesOf))].filter((v) => v.length >= MIN_SIGNATURE_PART);
+  const redactor: Redactor = { urls: [...found.urls].filter((u) => u.length > 8), hosts: [...found.hosts], signatures };
   return strip(body, redactor, false) as JsonObject;
 }
 
@@ -42,7 +40,10 @@ export function withoutSignedLinks(text: string): string {
   return redactText(text, NO_ATTACHMENTS);
 }
 
-const NO_ATTACHMENTS: Redactor = { urls: [], hosts: [] };
+const NO_ATTACHMENTS: Redactor = { urls: [], hosts: [], signatures: [] };
+
+/** The shortest part of a signature cut on its own: shorter ones are too likely to be ordinary words. */
+const MIN_SIGNATURE_PART = 8;
 
 /** The values of a URL's signature parameters (see SIGNED), as written and decoded. */
 function signaturesOf(url: string): string[] {
@@ -56,6 +57,11 @@ interface Redactor {
   urls: string[];
   /** Storage hosts, lower case, without a port or a trailing dot (see hostOf). */
   hosts: string[];
+  /**
+   * The attachments' signature values: a link wrapped across two lines (as plain-text e-mail does) leaves its second
+   * half, no link by itself, on the next line — the query with the signature, or the signature's end.
+   */
+  signatures: string[];
 }
 
 /** Every string inside an attachment is a URL until proven otherwise: its host is a storage host. */
@@ -97,26 +103,42 @@ function strip(value: unknown, r: Redactor, isAttachment: boolean): unknown {
 // A run of characters a link in text may hold; it ends at white space, a quote or an angle bracket, escaped or not.
 const TOKEN = /(?:(?!&(?:quot|lt|gt|apos|#0*3[49]|#x0*2[27]);)[^\s"'<>`])+/gi;
 // Only a token holding one of these can hold a link in any of the encodings above.
-const MAYBE_LINK = /[/%\\]|&#|&sol|sig(?:nature)?=/i;
+const MAYBE_LINK = /[/%\\]|&#|&sol/i;
 // Where a link starts in a token: its scheme, or its `//`, in any encoding.
 const SLASH = String.raw`(?:\/|\\\/|\\u002f|%(?:25)*2f|&#0*47;?|&#x0*2f;?|&sol;)`;
 const LINK_START = new RegExp(String.raw`https?(?::|%(?:25)*3a|&#0*58;?|&#x0*3a;?|&colon;|\\u003a)${SLASH}${SLASH}|${SLASH}${SLASH}`, 'i');
-// A signature in a query: `signature=`, `X-Amz-Signature=`, `X-Goog-Signature=`, Azure's `sig=` — also at the start
-// of a token: the query of a link wrapped across two lines, alone on the second.
-const SIGNED = /(?:^|[?&;#])(?:[\w.-]*signature|sig)=/i;
+// A signature in a query: `signature=`, `X-Amz-Signature=`, `X-Goog-Signature=`, Azure's `sig=`.
+const SIGNED = /[?&;#](?:[\w.-]*signature|sig)=/i;
 
-/** `text` with every attachment link cut out (see the header). */
+/** `text` with every attachment link cut out (see the header), and what is left of a wrapped one. */
 function redactText(text: string, r: Redactor): string {
   let out = text;
   for (const u of r.urls) if (out.includes(u)) out = out.replaceAll(u, LINK_REMOVED);
-  if (!MAYBE_LINK.test(out)) return out;
-  return out.replace(TOKEN, (token) => {
-    if (!MAYBE_LINK.test(token)) return token;
-    const decoded = decode(token).toLowerCase();
-    if (!SIGNED.test(decoded) && !r.hosts.some((host) => namesHost(decoded, host))) return token;
-    const start = LINK_START.exec(token)?.index ?? 0;
-    return token.slice(0, start) + LINK_REMOVED;
-  });
+  if (MAYBE_LINK.test(out)) {
+    out = out.replace(TOKEN, (token) => {
+      if (!MAYBE_LINK.test(token)) return token;
+      const decoded = decode(token).toLowerCase();
+      if (!SIGNED.test(decoded) && !r.hosts.some((host) => namesHost(decoded, host))) return token;
+      const start = LINK_START.exec(token)?.index ?? 0;
+      return token.slice(0, start) + LINK_REMOVED;
+    });
+  }
+  return r.signatures.length === 0 ? out : out.replace(TOKEN, (token) => (holdsSignaturePart(token, r.signatures) ? LINK_REMOVED : token));
+}
+
+/**
+ * Whether a run of text holds a signature, or the start or the end of one (at least MIN_SIGNATURE_PART characters):
+ * the second line of a link wrapped inside its signature starts with the signature's end.
+ */
+function holdsSignaturePart(token: string, signatures: readonly string[]): boolean {
+  if (token.length < MIN_SIGNATURE_PART || token === LINK_REMOVED) return false;
+  for (const sig of signatures) {
+    if (token.includes(sig)) return true;
+    for (let n = Math.min(sig.length - 1, token.length); n >= MIN_SIGNATURE_PART; n--) {
+      if (token.startsWith(sig.slice(sig.length - n)) || token.endsWith(sig.slice(0, n))) return true;
+    }
+  }
+  return false;
 }
 
 /**
