@@ -49,7 +49,7 @@ export interface MappedDetail {
   messages: MessageRow[];
   attachments: AttachmentRow[];
   /**
-   * The ticket's columns (the spec's names: `widget_id`, `widget_name` for the widget's) the payload left missing or
+   * The ticket's columns (the spec's names: `widget_id`, `widget_name` for the widget's) the payload left missing, or
    * null where the spec gives a value: no news of them, so they keep the mirror's value. Taken for null, a detail that
    * lacks a field the lists show wiped it, and the next poll, seeing it differ, made the detail due again: one detail
    * request a poll for as long as the service answered so.

@@ -242,7 +242,8 @@ export function mapDetail(received: JsonObject, expectedId: string): MappedDetai
   if (id !== expectedId) throw new UnstorableError(`ticket ${expectedId}: the detail answered for ticket ${id}`);
   const where = `ticket ${id}`;
   const f = convertAll(body, TICKET_FIELDS, where, problems);
-  const absent = TICKET_FIELDS.filter((field) => !field.nullable && f[field.key] === null).map((field) => field.key);
+  // Missing, or null where the spec gives a value: no news (a missing assigned_to is not "unassigned").
+  const absent = TICKET_FIELDS.filter((field) => body[field.key] === undefined || (!field.nullable && f[field.key] === null)).map((field) => field.key);
   const widget = body.widget;
   let widgetId: string | null = null;
   let widgetName: string | null = null;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Daemon } from '../../src/daemon/daemon.ts';
 import { queryRows, sql } from '../../src/db/connect.ts';
+import { historyOf } from '../../src/db/repos/history.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { ScriptedAnswer } from '../../src/simulator/index.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
@@ -209,6 +210,27 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
       + (select count(*) from attachments where ticket_id = ${ticket} and removed_at is not null) as n`)).toBe(0);
     const [row] = await queryRows<{ email: string | null }>(m.db, sql`select email from tickets where id = ${ticket}`);
     expect(row!.email).toBe(m.sim.model.detail(ticket)!.email);
+  });
+
+  it('a detail without assigned_to, one of its messages without a text: the stored assignee and text stay, no false history row', async () => {
+    const ticket = m.sim.model.list('open').map((t) => t.id).find((id) => m.sim.model.detail(id)!.messages.length > 0)!;
+    m.sim.model.assign(ticket, 'self');
+    await m.runUntil(synced);
+    await m.runFor(30 * MIN);
+    const truth = m.sim.model.detail(ticket)!;
+    const before = await historyOf(m.db, ticket);
+    expect(before.at(-1)).toMatchObject({ assigned_to: m.sim.model.self });
+    const { assigned_to: _assignee, ...detail } = structuredClone(truth) as unknown as Record<string, unknown> & { messages: Array<Record<string, unknown>> };
+    detail.messages[0]!.message = null;
+    m.sim.faults.inject({ kind: 'answer', match: new RegExp(`^/api/v1/ticket/${ticket}$`), answer: { status: 200, headers: JSON_TYPE, body: JSON.stringify(detail) }, times: 100_000 });
+    const asked0 = asked(`/api/v1/ticket/${ticket}`);
+    await m.runFor(4 * 60 * MIN);
+    expect(asked(`/api/v1/ticket/${ticket}`)).toBeGreaterThan(asked0);
+    const [row] = await queryRows<{ assigned_to: unknown }>(m.db, sql`select assigned_to from tickets where id = ${ticket}`);
+    expect(row!.assigned_to).toEqual(m.sim.model.self);
+    expect(await historyOf(m.db, ticket)).toHaveLength(before.length);
+    const [message] = await queryRows<{ message: string | null }>(m.db, sql`select message from messages where id = ${truth.messages[0]!.id}`);
+    expect(message!.message).toBe(truth.messages[0]!.message);
   });
 
   it('a message id two tickets give (ids per ticket) stays with the ticket that had it first, instead of moving at every read', async () => {

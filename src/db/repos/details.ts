@@ -76,7 +76,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
     ...(before ? trackedOf(before) : emptyState()),
     status: d.absent.includes('status') && before ? before.status : t.status,
     priority: d.absent.includes('priority') && before ? before.priority : t.priority,
-    assignedTo: t.assignedTo ?? null,
+    assignedTo: d.absent.includes('assigned_to') && before ? before.assignedTo : (t.assignedTo ?? null),
   };
   if (!before || !sameState(state, before)) {
     await recordStateChanges(tx, [{ ticketId: t.id, state, changedAfter: before?.stateSeenAt ?? null }], at);
@@ -85,7 +85,9 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
 }
 
 /**
- * Writes the detail's messages; those of the ticket it no longer shows are marked removed (unless it listed none, see
+ * Writes the detail's messages — a null where the spec gives a value (its text, its time …) keeps the stored one, as
+ * the ticket's fields do (MappedDetail.absent); the nullable ones are taken as given — ; those of the ticket it no
+ * longer shows are marked removed (unless it listed none, see
  * MappedDetail's `complete`) — but only those the mirror
  * held before `seenBy` (when the request left; for `rebuild`, when the payload was stored). A reply recorded at once
  * after that (`ticket-mirror reply`, the outbox) is newer than the payload, not gone from it: `rebuild` marked such
@@ -119,11 +121,13 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string
         message text, outbound_sent boolean, outbound_delivered_at timestamptz, outbound_bounced boolean,
         outbound_spam_complaint boolean, outbound_error text, created_at timestamptz, author jsonb)
       on conflict (id) do update set
-        ticket_id = excluded.ticket_id, message_type = excluded.message_type, ticket_status = excluded.ticket_status,
-        message = excluded.message, outbound_sent = excluded.outbound_sent,
-        outbound_delivered_at = excluded.outbound_delivered_at, outbound_bounced = excluded.outbound_bounced,
-        outbound_spam_complaint = excluded.outbound_spam_complaint, outbound_error = excluded.outbound_error,
-        created_at = excluded.created_at, author = excluded.author, removed_at = null, synced_at = excluded.synced_at
+        ticket_id = excluded.ticket_id, message_type = coalesce(excluded.message_type, messages.message_type),
+        ticket_status = coalesce(excluded.ticket_status, messages.ticket_status), message = coalesce(excluded.message, messages.message),
+        outbound_sent = coalesce(excluded.outbound_sent, messages.outbound_sent),
+        outbound_delivered_at = excluded.outbound_delivered_at, outbound_bounced = coalesce(excluded.outbound_bounced, messages.outbound_bounced),
+        outbound_spam_complaint = coalesce(excluded.outbound_spam_complaint, messages.outbound_spam_complaint),
+        outbound_error = excluded.outbound_error, created_at = coalesce(excluded.created_at, messages.created_at),
+        author = excluded.author, removed_at = null, synced_at = excluded.synced_at
       where messages.ticket_id = excluded.ticket_id or messages.removed_at is not null
       returning id`);
     for (const r of written) taken.add(r.id);
