@@ -187,17 +187,17 @@ export function isWriteDataError(error: unknown): boolean {
   return state !== null && WRITE_DATA_CLASSES.has(state.slice(0, 2));
 }
 
+/** The database's schema was migrated by a newer version of ticket-mirror (see db/connect.ts). */
+export class NewerSchemaError extends Error {
+  override name = 'NewerSchemaError';
+}
+
 /**
  * A database error, told safely: the database's own message, its SQLSTATE and what was being written (the ticket),
  * nothing else. Unlike the other errors it does not chain `cause`: drizzle's DrizzleQueryError lists every bound
  * parameter in its message (names, e-mails, message text), and whatever holds it may end up in `sync_runs.error`, a
  * log line, `/readyz` or the status page, none of which has authentication. The stack keeps the original's frames.
  */
-/** The database's schema was migrated by a newer version of ticket-mirror (see db/connect.ts). */
-export class NewerSchemaError extends Error {
-  override name = 'NewerSchemaError';
-}
-
 export class DatabaseError extends Error {
   override name = 'DatabaseError';
   constructor(

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AuthError, InvalidResponseError, NotApiAnswerError, NotFoundError, RateLimitedError, RequestRejectedError, ThrottledError, TransientError } from '../errors.ts';
-import { MAX_JSON_DEPTH, scanListBody, type ListBody } from './listBody.ts';
 import { scrubSecrets } from '../logger.ts';
+import { MAX_JSON_DEPTH, scanListBody, type ListBody } from './listBody.ts';
 
 /**
  * What a GET's answer means, decided apart from the network (client.ts sends; this reads). Pure but for the

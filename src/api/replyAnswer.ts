@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { toEpochMicros } from '../time.ts';
 import { scrubSecrets } from '../logger.ts';
+import { toEpochMicros } from '../time.ts';
 
 /**
  * What the answer to a reply POST (endpoint 6) proves. A POST decides whether a reply may be sent again, so its answer

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
-import { LOG_LEVELS, type LogLevel } from '../logger.ts';
-import { rememberSecret } from '../secrets.ts';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import { LOG_LEVELS, type LogLevel } from '../logger.ts';
+import { rememberSecret } from '../secrets.ts';
 import type { ReportSettings } from '../model/reportSettings.ts';
 import { fleetKeyProblem } from './fleetKey.ts';
 import { readAtMost, readProblem } from './readAtMost.ts';
@@ -171,7 +171,6 @@ const EnvSchema = z.object({
   /** json or pretty. @default pretty when stderr is a terminal, json otherwise (decided by the CLI) */
   LOG_FORMAT: optionalText.pipe(z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(', ')}` }).optional()),
 });
-
 
 export interface Config {
   readonly apiUrl: string | undefined;

@@ -61,6 +61,11 @@ export function shippedMigrations(): ReturnType<typeof readMigrationFiles> {
   return readMigrationFiles({ migrationsFolder: MIGRATIONS });
 }
 
+/** Whether a schema whose last migration was created at `last` (epoch ms) was migrated by a newer version than this. */
+export function newerThanShipped(last: number, shipped = shippedMigrations()): boolean {
+  return shipped.length > 0 && shipped.every((m) => m.folderMillis < last);
+}
+
 export const NEWER_SCHEMA = 'migrated by a newer version of ticket-mirror (a migration this one does not know): run that version or a later one';
 
 /**
@@ -68,9 +73,7 @@ export const NEWER_SCHEMA = 'migrated by a newer version of ticket-mirror (a mig
  * nothing pending and goes on, and this version wrote tables whose meaning had moved on (a column's rule, a trigger's).
  */
 async function refuseNewerSchema(db: Db, schemaName: string): Promise<void> {
-  const last = (await lastMigrationAt(db, schemaName, MIGRATIONS_TABLE)) ?? 0;
-  const newest = Math.max(0, ...shippedMigrations().map((m) => m.folderMillis));
-  if (last > newest) throw new NewerSchemaError(`the schema ${schemaName} was ${NEWER_SCHEMA}`);
+  if (newerThanShipped((await lastMigrationAt(db, schemaName, MIGRATIONS_TABLE)) ?? 0)) throw new NewerSchemaError(`the schema ${schemaName} was ${NEWER_SCHEMA}`);
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {

@@ -1,4 +1,4 @@
-import { MIGRATIONS_TABLE, NEWER_SCHEMA, shippedMigrations, type Db } from './connect.ts';
+import { MIGRATIONS_TABLE, NEWER_SCHEMA, newerThanShipped, shippedMigrations, type Db } from './connect.ts';
 import { lastMigrationAt } from './repos/migrations.ts';
 
 /**
@@ -18,8 +18,7 @@ export interface MigrationState {
 export async function migrationState(db: Db, schema: string): Promise<MigrationState> {
   const shipped = shippedMigrations();
   const last = (await lastMigrationAt(db, schema, MIGRATIONS_TABLE)) ?? 0;
-  const newest = Math.max(0, ...shipped.map((m) => m.folderMillis));
-  return { known: shipped.length, pending: shipped.filter((m) => m.folderMillis > last).length, newer: last > newest };
+  return { known: shipped.length, pending: shipped.filter((m) => m.folderMillis > last).length, newer: newerThanShipped(last, shipped) };
 }
 
 /** A line about a database that is not migrated (or migrated by a newer version), with the fix; null when it is current. */

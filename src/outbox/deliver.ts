@@ -7,7 +7,6 @@ import { countDueReplies } from '../db/repos/outboxDue.ts';
 import {
   checkLater,
   claimedMessageIds,
-  unmatchedTexts,
   claimForCheck,
   failUnreadable,
   lockNextDue,
@@ -19,6 +18,7 @@ import {
   releaseAbandonedClaims,
   stillClaimed,
   tokenUser,
+  unmatchedTexts,
   type Claimer,
   type OutboxRow,
 } from '../db/repos/outbox.ts';

@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../../config/loadConfig.ts';
+import { lockHolder } from '../../db/pgliteLock.ts';
 import { createActivityDriver, DEFAULT_RATES_PER_DAY, startSimulator } from '../../simulator/index.ts';
 import type { CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
-import { lockHolder } from '../../db/pgliteLock.ts';
 import { sqlAccess } from '../sqlAccess.ts';
 import { runCommand } from './run.ts';
 

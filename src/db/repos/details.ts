@@ -85,13 +85,13 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
 }
 
 /**
- * Writes the detail's messages — a null where the spec gives a value (its text, its time …) keeps the stored one, as
- * the ticket's fields do (MappedDetail.absent); the nullable ones are taken as given — ; those of the ticket it no
- * longer shows are marked removed (unless it listed none, see
- * MappedDetail's `complete`) — but only those the mirror
- * held before `seenBy` (when the request left; for `rebuild`, when the payload was stored). A reply recorded at once
- * after that (`ticket-mirror reply`, the outbox) is newer than the payload, not gone from it: `rebuild` marked such
- * replies removed, at an instant before they were even sent.
+ * Writes the detail's messages, and returns the ids written (not those another ticket holds: see heldElsewhere). A null
+ * where the spec gives a value (a text, a time) keeps the stored one, as the ticket's fields do (MappedDetail.absent);
+ * the nullable fields are taken as given. The ticket's messages the detail no longer shows are marked removed (unless
+ * it listed none: MappedDetail's `complete`) — but only those the mirror held before `seenBy` (when the request left;
+ * for `rebuild`, when the payload was stored). A reply recorded at once after that (`ticket-mirror reply`, the outbox)
+ * is newer than the payload, not gone from it: `rebuild` marked such replies removed, at an instant before they were
+ * even sent.
  */
 async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string): Promise<Set<string>> {
   const rows = JSON.stringify(

@@ -262,10 +262,6 @@ export function markPending(tx: Tx, row: OutboxRow, retryAt: string | null, erro
 }
 
 /**
- * Applies one allowed transition, with the column assignments `set`, if the row is still as `row` saw it; the updated
- * row, or null when it was not.
- */
-/**
  * Back to `pending` at `retryAt` with its attempt given back: the local budget refused the POST, so no request was
  * made. Counted, the refusals of a busy minute used up a row's five attempts before its first POST, and a lost answer
  * after it left no retry at all.
@@ -274,6 +270,10 @@ export function markRefused(tx: Tx, row: OutboxRow, retryAt: string, error: stri
   return moveRow(tx, row, 'pending', sql`attempts = greatest(attempts - 1, 0), next_attempt_at = ${retryAt}::timestamptz, error = ${error}, ${UNCLAIMED}`);
 }
 
+/**
+ * Applies one allowed transition, with the column assignments `set`, if the row is still as `row` saw it; the updated
+ * row, or null when it was not.
+ */
 async function moveRow(tx: Tx, row: OutboxRow, to: OutboxState, set: SQL): Promise<OutboxRow | null> {
   if (!canTransition(row.state, to)) throw new Error(`reply_outbox ${row.id}: ${row.state} → ${to} is not an allowed transition`);
   const [updated] = await queryRows<OutboxRecord>(
