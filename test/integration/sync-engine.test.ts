@@ -63,12 +63,18 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(await count(m.db, sql`select count(*)::int as n from api_requests`)).toBeLessThanOrEqual(before.dailyAllowed);
   });
 
-  it('one history row per observed state: a ticket moved from one list to another between two polls of a sweep gets one row', async () => {
+  /** Once synced, an open unassigned ticket assigned to the token's user: its id and its history rows before. */
+  const assignedToSelf = async () => {
     await m.runUntil(synced);
     const model = m.sim.model;
     const moved = model.listUnassigned().find((t) => t.status !== 'resolved')!.id;
     const before = await historyOf(m.db, moved);
     model.assign(moved, 'self');
+    return { model, moved, before };
+  };
+
+  it('one history row per observed state: a ticket moved from one list to another between two polls of a sweep gets one row', async () => {
+    const { model, moved, before } = await assignedToSelf();
     await m.runFor(HOUR);
     const after = await historyOf(m.db, moved);
     // Before: a row in `self` and still in `unassigned`, for the time between the two lists' polls, which no poll saw,
@@ -85,11 +91,7 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
   });
 
   it('one history row per observed state also when the pass ends early, its detail throttled after the polls', async () => {
-    await m.runUntil(synced);
-    const model = m.sim.model;
-    const moved = model.listUnassigned().find((t) => t.status !== 'resolved')!.id;
-    const before = await historyOf(m.db, moved);
-    model.assign(moved, 'self');
+    const { model, moved, before } = await assignedToSelf();
     m.sim.faults.inject({ kind: 'status429', match: `/api/v1/ticket/${moved}`, retryAfterSec: 60 });
     const passes = await m.runFor(HOUR);
     expect(passes.some((p) => p.stoppedBy === 'rate_limited' && p.polls.length > 0)).toBe(true);
@@ -102,9 +104,7 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(after).toHaveLength(before.length + 2);
     expect(after.at(-2)).toMatchObject({ in_self: true, in_unassigned: false, assigned_to: null });
     expect(after.at(-1)).toMatchObject({ in_self: true, in_unassigned: false, assigned_to: model.self, valid_to: null });
-    for (const [previous, next] of after.slice(before.length - 1).map((h, i, all) => [h, all[i + 1]] as const).slice(0, -1)) {
-      expect(previous.valid_to).toBe(next!.valid_from);
-    }
+    for (let i = before.length; i < after.length; i++) expect(after[i - 1]!.valid_to).toBe(after[i]!.valid_from);
   });
 
   it('catches every kind of change, with history rows', async () => {
