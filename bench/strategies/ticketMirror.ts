@@ -1,3 +1,4 @@
+import { minGapMs, nextWake, WAKE } from '../../src/daemon/daemon.ts';
 import { createLogger } from '../../src/logger.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
 import type { Plan } from '../../src/sync/planner.ts';
@@ -5,12 +6,13 @@ import type { Strategy, StrategyContext } from './strategy.ts';
 
 /**
  * ticket-mirror itself: the real SyncEngine (planner, budget gate, API client, differ, writers) against the simulator
- * over HTTP, one `pass()` per 15 s tick as the daemon's loop runs it. The engine never sleeps here: no faults are
- * injected, so no request is retried.
+ * over HTTP, its passes at the instants the daemon's loop would run them (`nextWake`: the plan's `wakeAt`, one slot of
+ * the minute allowance after a pass at the soonest), within a tick as well as across ticks. The engine never sleeps
+ * here: no faults are injected, so no request is retried.
  *
- * Most ticks would find nothing to do. After a pass that requested nothing, the ticks before its plan's `wakeAt` are
- * skipped: until then every input of the plan is constant (see sync/planner.ts), so those passes would have been
- * exactly as idle. `everyTick` runs them all anyway, to check that claim (the results must not change).
+ * Most ticks would find nothing to do. The ticks before the next wake are skipped: until then every input of the plan
+ * is constant (see sync/planner.ts), so those passes would have been exactly as idle. `everyTick` runs a pass on each
+ * tick anyway, to check that claim (the results must not change).
  */
 export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
   const { clock, observer } = ctx;
@@ -53,14 +55,30 @@ export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
 
   return {
     name: 'ticket-mirror',
-    async tick(now) {
+    async tick(now, until) {
       if (!ctx.everyTick && now < wakeAt) return;
-      const summary = await engine.pass();
-      wakeAt = summary.requests === 0 && summary.errors.length === 0 && plan ? plan.wakeAt : now;
-      // A refused or throttled request ends a pass quietly (the 429s are counted from the simulator's log); anything
-      // else means the benchmark is not measuring what it should.
-      if (summary.errors.length > 0 && summary.stoppedBy !== 'rate_limited') {
-        throw new Error(`ticket-mirror pass failed: ${summary.errors.join('; ')}`);
+      // The daemon's loop within the tick: pass, then sleep until `nextWake` says — the plan's wakeAt, at least one
+      // slot of the minute allowance later, past a 429's hold — and pass again while that falls before `until`.
+      for (;;) {
+        const summary = await engine.pass();
+        // A refused or throttled request ends a pass quietly (the 429s are counted from the simulator's log); anything
+        // else means the benchmark is not measuring what it should.
+        if (summary.errors.length > 0 && summary.stoppedBy !== 'rate_limited') {
+          throw new Error(`ticket-mirror pass failed: ${summary.errors.join('; ')}`);
+        }
+        const at = clock.now();
+        // A pass that requested nothing changed nothing its plan depends on: that plan's wakeAt stands.
+        const planWakeAt = summary.requests === 0 && plan ? plan.wakeAt : (await engine.plan(at)).wakeAt;
+        const budget = engine.gate.snapshot(at);
+        wakeAt = nextWake({
+          now: at,
+          planWakeAt,
+          notBefore: summary.stoppedBy === 'rate_limited' ? budget.nextSlotAt : 0,
+          minGapMs: minGapMs(budget.minuteAllowed),
+          maxSleepMs: WAKE.maxSleepMs,
+        });
+        if (wakeAt >= until) return;
+        clock.set(wakeAt);
       }
     },
     async close() {

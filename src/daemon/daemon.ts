@@ -66,6 +66,11 @@ export function nextWake(w: { now: number; planWakeAt: number | null; notBefore:
   return Math.max(wake, w.notBefore);
 }
 
+/** One slot of the minute allowance: the quickest pace at which the budget lets requests go. Pure. */
+export function minGapMs(minuteAllowed: number): number {
+  return minuteAllowed > 0 ? Math.ceil((60 * SECOND_MS) / minuteAllowed) : WAKE.planFailedMs;
+}
+
 const timerSleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal.aborted) return resolve();
@@ -181,10 +186,8 @@ export class Daemon {
     }
   }
 
-  /** One slot of the minute allowance: the quickest pace at which the budget lets requests go. */
   #minGapMs(): number {
-    const perMinute = this.#o.engine.gate?.snapshot().minuteAllowed ?? 0;
-    return perMinute > 0 ? Math.ceil((60 * SECOND_MS) / perMinute) : WAKE.planFailedMs;
+    return minGapMs(this.#o.engine.gate?.snapshot().minuteAllowed ?? 0);
   }
 
   /**
