@@ -12,7 +12,7 @@ import type { Strategy, StrategyContext } from './strategy.ts';
  *
  * Most ticks would find nothing to do. The ticks before the next wake are skipped: until then every input of the plan
  * is constant (see sync/planner.ts), so those passes would have been exactly as idle. `everyTick` runs a pass on each
- * tick anyway, to check that claim (the results must not change).
+ * tick anyway (from one slot of the minute allowance after the last, as the loop would), to check that claim.
  */
 export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
   const { clock, observer } = ctx;
@@ -52,11 +52,14 @@ export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
     plan = e.plan;
   });
   let wakeAt = -Infinity;
+  // The soonest the loop would run a pass whatever the plan said (one slot after a pass, past a 429's hold): the ticks
+  // `everyTick` runs between it and `wakeAt` check the plan's claim that they would be idle.
+  let earliest = -Infinity;
 
   return {
     name: 'ticket-mirror',
     async tick(now, until) {
-      if (!ctx.everyTick && now < wakeAt) return;
+      if (now < (ctx.everyTick ? earliest : wakeAt)) return;
       // The daemon's loop within the tick: pass, then sleep until `nextWake` says — the plan's wakeAt, at least one
       // slot of the minute allowance later, past a 429's hold — and pass again while that falls before `until`.
       for (;;) {
@@ -70,13 +73,14 @@ export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
         // A pass that requested nothing changed nothing its plan depends on: that plan's wakeAt stands.
         const planWakeAt = summary.requests === 0 && plan ? plan.wakeAt : (await engine.plan(at)).wakeAt;
         const budget = engine.gate.snapshot(at);
-        wakeAt = nextWake({
+        const loop = {
           now: at,
-          planWakeAt,
           notBefore: summary.stoppedBy === 'rate_limited' ? budget.nextSlotAt : 0,
           minGapMs: minGapMs(budget.minuteAllowed),
           maxSleepMs: WAKE.maxSleepMs,
-        });
+        };
+        wakeAt = nextWake({ ...loop, planWakeAt });
+        earliest = nextWake({ ...loop, planWakeAt: at });
         if (wakeAt >= until) return;
         clock.set(wakeAt);
       }
