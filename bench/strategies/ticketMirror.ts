@@ -6,9 +6,10 @@ import type { Strategy, StrategyContext } from './strategy.ts';
 
 /**
  * ticket-mirror itself: the real SyncEngine (planner, budget gate, API client, differ, writers) against the simulator
- * over HTTP, its passes at the instants the daemon's loop would run them (`nextWake`: the plan's `wakeAt`, one slot of
- * the minute allowance after a pass at the soonest), within a tick as well as across ticks. The engine never sleeps
- * here: no faults are injected, so no request is retried.
+ * over HTTP, its passes timed by the daemon's loop (`nextWake`: the plan's `wakeAt`, one slot of the minute allowance
+ * after a pass at the soonest): within a tick at that instant; a wake in a later tick at that tick's start (up to 15 s
+ * after the daemon would; bench/README.md, "The strategies"). The engine never sleeps here: no faults are injected, so
+ * no request is retried.
  *
  * Most ticks would find nothing to do. The ticks before the next wake are skipped: until then every input of the plan
  * is constant (see sync/planner.ts), so those passes would have been exactly as idle. `everyTick` runs a pass on each
