@@ -141,7 +141,7 @@ export class Daemon {
         now,
         planWakeAt: await this.#planWakeAt(now),
         notBefore: this.#notBefore,
-        minGapMs: this.#minGapMs(),
+        minGapMs: minGapMs(this.#o.engine.gate?.snapshot().minuteAllowed ?? 0),
         maxSleepMs: WAKE.maxSleepMs,
       });
       // Sleep in probes: something new waiting for the after-pass work wakes the loop — unless it is backing off.
@@ -184,10 +184,6 @@ export class Daemon {
       this.#o.logger.warn({ err: safeErrorMessage(error) }, 'could not compute the plan');
       return now + WAKE.planFailedMs;
     }
-  }
-
-  #minGapMs(): number {
-    return minGapMs(this.#o.engine.gate?.snapshot().minuteAllowed ?? 0);
   }
 
   /**

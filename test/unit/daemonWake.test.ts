@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { Daemon, nextWake, WAKE, type AfterPass } from '../../src/daemon/daemon.ts';
+import { Daemon, minGapMs, nextWake, WAKE, type AfterPass } from '../../src/daemon/daemon.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { SyncEngine } from '../../src/sync/engine.ts';
 import type { PassStop, PassSummary } from '../../src/sync/events.ts';
@@ -24,6 +24,17 @@ describe('nextWake: when the loop runs its next pass', () => {
     ['at the plan when a back-off ended already', { planWakeAt: T0 + MIN, notBefore: T0 - MIN }, T0 + MIN],
   ])('%s', (_, w, expected) => {
     expect(nextWake({ ...base, ...w })).toBe(expected);
+  });
+});
+
+describe('minGapMs: one slot of the minute allowance', () => {
+  it.each([
+    ['54 a minute: 60/54 s, rounded up to the millisecond', 54, 1112],
+    ['540 a minute', 540, 112],
+    ['one a minute', 1, 60 * S],
+    ['no allowance known: as long as after a failed plan, not a spin', 0, WAKE.planFailedMs],
+  ])('%s', (_, perMinute, expected) => {
+    expect(minGapMs(perMinute)).toBe(expected);
   });
 });
 
