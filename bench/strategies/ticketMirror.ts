@@ -1,19 +1,20 @@
 import { minGapMs, nextWake, WAKE } from '../../src/daemon/daemon.ts';
 import { createLogger } from '../../src/logger.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
+import { isoMicros } from '../../src/time.ts';
 import type { Plan } from '../../src/sync/planner.ts';
 import type { Strategy, StrategyContext } from './strategy.ts';
 
 /**
  * ticket-mirror itself: the real SyncEngine (planner, budget gate, API client, differ, writers) against the simulator
- * over HTTP, its passes timed by the daemon's loop (`nextWake`: the plan's `wakeAt`, one slot of the minute allowance
- * after a pass at the soonest): within a tick at that instant; a wake in a later tick at that tick's start (up to 15 s
- * after the daemon would; bench/README.md, "The strategies"). The engine never sleeps here: no faults are injected, so
- * no request is retried.
+ * over HTTP, its passes run when the daemon's loop would run them (`nextWake`: the plan's `wakeAt`, one slot of the
+ * minute allowance after a pass at the soonest), at that very instant, in whichever tick it falls. The engine never
+ * sleeps here: no faults are injected, so no request is retried.
  *
- * Most ticks would find nothing to do. The ticks before the next wake are skipped: until then every input of the plan
- * is constant (see sync/planner.ts), so those passes would have been exactly as idle. `everyTick` runs a pass on each
- * tick anyway (from one slot of the minute allowance after the last, as the loop would), to check that claim.
+ * Most ticks hold no wake and are skipped: until the next wake every input of the plan is constant (see
+ * sync/planner.ts), so a pass on them would request nothing. `everyTick` checks that claim: on each such tick (from one
+ * slot after the last pass) it runs a probe pass, and fails the run if one requests anything. The probes change
+ * nothing the loop sees, so the run's requests must be the very same as without them.
  */
 export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
   const { clock, observer } = ctx;
@@ -54,15 +55,27 @@ export async function ticketMirror(ctx: StrategyContext): Promise<Strategy> {
   });
   let wakeAt = -Infinity;
   // The soonest the loop would run a pass whatever the plan said (one slot after a pass, past a 429's hold): the ticks
-  // `everyTick` runs between it and `wakeAt` check the plan's claim that they would be idle.
+  // `everyTick` probes between it and `wakeAt` check the plan's claim that they would be idle.
   let earliest = -Infinity;
 
   return {
     name: 'ticket-mirror',
     async tick(now, until) {
-      if (now < (ctx.everyTick ? earliest : wakeAt)) return;
-      // The daemon's loop within the tick: pass, then sleep until `nextWake` says — the plan's wakeAt, at least one
-      // slot of the minute allowance later, past a 429's hold — and pass again while that falls before `until`.
+      if (ctx.everyTick) {
+        const at = Math.max(now, earliest);
+        if (at < Math.min(until, wakeAt)) {
+          clock.set(at);
+          const probe = await engine.pass();
+          if (probe.requests > 0) {
+            throw new Error(`the plan said no pass could request anything before ${isoMicros(wakeAt)}; one at ${isoMicros(at)} sent ${probe.requests}`);
+          }
+        }
+      }
+      // The daemon's loop: a pass at the wake (in this tick, at its instant), then sleep until `nextWake` says — the
+      // plan's wakeAt, at least one slot of the minute allowance later, past a 429's hold — and pass again while that
+      // falls before `until`.
+      if (wakeAt >= until) return;
+      clock.set(Math.max(clock.now(), wakeAt));
       for (;;) {
         const summary = await engine.pass();
         // A refused or throttled request ends a pass quietly (the 429s are counted from the simulator's log); anything

@@ -322,7 +322,10 @@ export function planPass(input: PlannerInput): Plan {
       pollBudget: Math.round(pollBudget),
     },
     wakeAt: idle
-      ? wakeAt(input, every, revalidateMinAgeMs, revalidatable && paceBinds ? pace.slotAt(input.history.sentThisHour + pollsNow + 1) : null)
+      ? wakeAt(input, every, revalidateMinAgeMs, revalidatable && paceBinds ? pace.slotAt(input.history.sentThisHour + pollsNow + 1) : null, [
+          unstretched.forecastStepAt(now, nextSweepAt(input, plannedMinutes)),
+          schedule.forecastStepAt(now, nextSweepAt(input, sweepMinutes)),
+        ])
       : now,
     nextPollAt: nextPollAt(input, every),
   };
@@ -392,9 +395,11 @@ function nextPollAt(input: PlannerInput, every: (list: ListName) => number): num
   return Math.max(input.now, Math.min(...due));
 }
 
-function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalidateMinAgeMs: number, paceAt: number | null): number {
+function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalidateMinAgeMs: number, paceAt: number | null, forecastSteps: Array<number | null>): number {
   const { now, history, budget } = input;
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
+  // The live work the current hour still reserves shrinks: the slots it kept may go to background.
+  for (const t of forecastSteps) if (t !== null && t > now) candidates.push(t);
   // The pace of revalidation lets one more request go.
   if (paceAt !== null && paceAt > now) candidates.push(paceAt);
   // The stalest detail becomes old enough to re-read.
@@ -449,6 +454,11 @@ interface SweepSchedule {
    * share of the details; otherwise whole hours.
    */
   liveForecast(now?: number, nextSweepAt?: number): HourForecast[];
+  /**
+   * When the current hour's part of `liveForecast(now, nextSweepAt)` next changes as time alone goes on (its details
+   * drop by one, or an overdue sweep no longer fits in it); null when not before the hour ends.
+   */
+  forecastStepAt(now: number, nextSweepAt: number): number | null;
 }
 
 /**
@@ -519,6 +529,8 @@ function sweepSchedule(
     const seen = [past, hoursAhead === 0 ? recent : null].filter((r): r is number => r !== null);
     return Math.max(POLICY.minChangesPerHour, seen.length > 0 ? Math.max(...seen) : POLICY.priorChangesPerHour);
   };
+  /** The details the current hour's list changes are expected to bring from `at` to its end. */
+  const detailsLeft = (at: number): number => expected(0) * POLICY.detailsPerChange * (((hourNow + 1) * HOUR_MS - at) / HOUR_MS);
   // Σ over a day of λ^α, for the busiest fully observed day of the last seven (or the partial last day, scaled).
   let dayWeight = 0;
   for (let d = 0; d < 7; d++) {
@@ -574,8 +586,26 @@ function sweepSchedule(
         }
         const hourEnd = (hourNow + 1) * HOUR_MS;
         const sweeps = nextSweepAt < hourEnd ? 1 + Math.floor((hourEnd - 1 - nextSweepAt) / (minutes * MINUTE_MS)) : 0;
-        return { polls: sweeps * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange * ((hourEnd - at) / HOUR_MS) };
+        // In whole details: a share that shrank continuously freed slots at instants no idle plan could name.
+        return { polls: sweeps * LIST_NAMES.length, details: Math.ceil(detailsLeft(at)) };
       }),
+    forecastStepAt: (at, nextSweepAt) => {
+      const hourEnd = (hourNow + 1) * HOUR_MS;
+      const steps: number[] = [];
+      const left = Math.ceil(detailsLeft(at));
+      // The instant the hour's remaining details drop to left − 1 (rounded up: from then on they have).
+      if (left >= 2) steps.push(Math.ceil(hourEnd - ((left - 1) * HOUR_MS) / (expected(0) * POLICY.detailsPerChange)));
+      // From the instant the next sweep is due, it counts from now: one fewer fits in the hour once now passes
+      // hourEnd − 1 − (n − 1)·T.
+      const minutes = interval(expected(0));
+      if (nextSweepAt > at) steps.push(nextSweepAt);
+      else if (at < hourEnd - 1) {
+        const n = 1 + Math.floor((hourEnd - 1 - at) / (minutes * MINUTE_MS));
+        steps.push(Math.floor(hourEnd - 1 - (n - 1) * minutes * MINUTE_MS) + 1);
+      }
+      const next = steps.filter((t) => t > at);
+      return next.length > 0 ? Math.min(...next) : null;
+    },
   };
 }
 
