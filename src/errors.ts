@@ -219,7 +219,7 @@ export function safeErrorMessage(error: unknown): string {
   if (state !== null) {
     // The link that carries the code: the driver's error, whose message is the database's own.
     const dbError = chain(error).find((e) => (e as { code?: unknown }).code === state) as { message?: unknown };
-    return `${withoutValues(String(dbError.message ?? 'database error'), state)} (SQLSTATE ${state})`;
+    return `${withoutValues(String(dbError.message ?? 'database error'), state)} (SQLSTATE ${state})${STATE_HINTS[state] ?? ''}`;
   }
   const query = chain(error).findLast((e) => e instanceof DrizzleQueryError);
   if (query) return query.cause === undefined ? 'a database query failed' : safeErrorMessage(query.cause);
@@ -250,6 +250,12 @@ function chain(error: unknown): object[] {
  * The first line of a database's message. PostgreSQL quotes the offending value in some data exceptions (`invalid
  * input syntax for type integer: "…"`, `value "…" is out of range`): that value is the ticket's content, so it goes.
  */
+/** What a SQLSTATE means for the person who reads it, where the database's own words do not say. */
+const STATE_HINTS: Readonly<Record<string, string>> = {
+  '55P03':
+    ': another session held a lock on a table the mirror writes for longer than lock_timeout (a transaction left open, LOCK TABLE, ALTER, CREATE INDEX: pg_stat_activity shows which)',
+};
+
 function withoutValues(message: string, state: string): string {
   const text = message.split('\n')[0]!.slice(0, 300);
   if (!state.startsWith('22')) return text;

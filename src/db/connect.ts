@@ -51,7 +51,19 @@ export interface OpenDatabaseOptions {
   report?: ReportSettings | undefined;
   /** Told before the embedded database is created in an empty folder (initdb: seconds, longer on a busy machine). */
   onCreate?: (dir: string) => void;
+  /**
+   * On PostgreSQL, how long a statement waits for a lock another session holds before it fails (`lock_timeout`; 0:
+   * for ever). Reading the tables never waits on the mirror's writes, but a user's `LOCK TABLE`, an `ALTER`, a
+   * `CREATE INDEX` or a transaction left open on rows it updated does: without it a pass waited for that session as
+   * long as it lived, and /readyz said "syncing" all along. With it the pass fails, says why, and is tried again after
+   * the daemon's back-off. Migrations wait for ever (another replica's, a user's query). The embedded database's
+   * sessions take turns instead (sessionScheduler.ts, its hold timeout). @default DB_LOCK_TIMEOUT_MS
+   */
+  lockTimeoutMs?: number;
 }
+
+/** The default of OpenDatabaseOptions.lockTimeoutMs: a minute, as long as the embedded database's hold timeout. */
+export const DB_LOCK_TIMEOUT_MS = 60_000;
 
 const MIGRATIONS = fileURLToPath(new URL('../../migrations', import.meta.url));
 export const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
@@ -78,7 +90,14 @@ async function refuseNewerSchema(db: Db, schemaName: string): Promise<void> {
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const schemaName = options.schema ?? 'public';
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, schemaName, intOption('poolSize', options.poolSize, 5), options.report, options.applicationName);
+  if (options.databaseUrl) {
+    return openPostgres(options.databaseUrl, schemaName, {
+      max: intOption('poolSize', options.poolSize, 5),
+      lockTimeoutMs: intOption('lockTimeoutMs', options.lockTimeoutMs, DB_LOCK_TIMEOUT_MS, 0),
+      report: options.report,
+      applicationName: options.applicationName ?? 'ticket-mirror',
+    });
+  }
   if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
   return openPglite(options.pgliteDir, schemaName, options.report, options.onCreate);
 }
@@ -104,7 +123,11 @@ export function survivesLostConnections(pool: pg.Pool): void {
   pool.on('connect', (client) => client.on('error', () => {}));
 }
 
-async function openPostgres(url: string, schemaName: string, max: number, report: ReportSettings | undefined, applicationName = 'ticket-mirror'): Promise<Database> {
+async function openPostgres(
+  url: string,
+  schemaName: string,
+  { max, lockTimeoutMs, report, applicationName }: { max: number; lockTimeoutMs: number; report: ReportSettings | undefined; applicationName: string },
+): Promise<Database> {
   // A poll of a list of 100,000 tickets allocates some 80 MB that dies within the poll (items, the batches' parameters),
   // much of it after outliving V8's young generation. V8 let the old generation reach ~100 MB between full collections
   // that left ~25 MB: the process grew from ~100 MB to ~260 MB a poll. With the heap grown by a quarter after each full
@@ -115,8 +138,9 @@ async function openPostgres(url: string, schemaName: string, max: number, report
     connectionString: url,
     max,
     application_name: applicationName.slice(0, 63),
-    // Every session reads and writes instants in UTC and finds the tables in DB_SCHEMA.
-    options: `-c TimeZone=UTC -c search_path=${schemaName}`,
+    // Every session reads and writes instants in UTC, finds the tables in DB_SCHEMA, and waits for another session's
+    // lock no longer than lockTimeoutMs.
+    options: `-c TimeZone=UTC -c search_path=${schemaName} -c lock_timeout=${lockTimeoutMs}`,
     connectionTimeoutMillis: 10_000,
   });
   survivesLostConnections(pool);
@@ -128,7 +152,9 @@ async function openPostgres(url: string, schemaName: string, max: number, report
     async migrate() {
       const client = await pool.connect();
       try {
-        // Replicas may start together: one migrates, the others wait and then find nothing to do.
+        // Replicas may start together: one migrates, the others wait — for as long as it takes — and then find
+        // nothing to do. A migration's DDL waits for the users' queries as long, too.
+        await client.query('set lock_timeout = 0');
         await client.query('select pg_advisory_lock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
         try {
           await client.query(`create schema if not exists ${quoteIdent(schemaName)}`);
@@ -143,7 +169,12 @@ async function openPostgres(url: string, schemaName: string, max: number, report
           await client.query('select pg_advisory_unlock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
         }
       } finally {
-        client.release();
+        // Back to the pool with the session's lock_timeout; a connection that cannot say so is closed instead.
+        const reset = await client.query('reset lock_timeout').then(
+          () => undefined,
+          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+        );
+        client.release(reset);
       }
     },
     close: () => pool.end(),
