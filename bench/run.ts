@@ -26,7 +26,7 @@ import { HOUR_MS, MINUTE_MS } from '../src/time.ts';
  *   --quick          one day, a tenth of the data: about two minutes (writes bench/tmp/results.json and the charts only)
  *   --correlated     mutations follow one another on the same ticket (see Workload.correlated); writes to bench/tmp
  *   --jobs N         runs at once (a strategy on a workload: one process each), across the workloads (default 2: the machine's cores)
- *   --every-tick     run ticket-mirror's pass on every 15 s tick the loop could (slow; checks the plan's wakeAt: see bench/README.md)
+ *   --every-tick     also a probe pass on every 15 s tick ticket-mirror's loop skips; fails if one requests anything (slow; see bench/README.md)
  *   --skip-cost      leave out the local-cost part
  *   --cost-only      only the local-cost part (the file keeps every workload's entry)
  *   --only a,b       run only these strategies (ticket-mirror is always run: the others are compared with it)

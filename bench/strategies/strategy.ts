@@ -24,7 +24,7 @@ export interface StrategyContext {
   limits: BudgetLimits;
   /** Where the strategy reports each request it sends and each list and detail it stores. */
   observer: Observer;
-  /** Run ticket-mirror's pass on every tick, idle or not (slow; for checking that skipping idle ticks changes nothing). */
+  /** Probe every tick ticket-mirror's loop skips with a pass that must request nothing (slow; checks the plan's wakeAt). */
   everyTick: boolean;
 }
 
