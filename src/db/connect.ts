@@ -13,6 +13,7 @@ import { intOption } from '../options.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
 import { applyComments } from './repos/comments.ts';
 import { lastMigrationAt } from './repos/migrations.ts';
+import { restoreViews, viewDefinitions, type ViewDefinition } from './repos/views.ts';
 import { writeReportSettings } from './repos/reportSettings.ts';
 import * as schema from './schema.ts';
 
@@ -73,6 +74,11 @@ export function shippedMigrations(): ReturnType<typeof readMigrationFiles> {
   return readMigrationFiles({ migrationsFolder: MIGRATIONS });
 }
 
+/** The views the shipped migrations leave, each with the statement that last created it (see restoreViews). */
+export function shippedViews(): ViewDefinition[] {
+  return viewDefinitions(shippedMigrations().flatMap((m) => m.sql));
+}
+
 /** Whether a schema whose last migration was created at `last` (epoch ms) was migrated by a newer version than this. */
 export function newerThanShipped(last: number, shipped = shippedMigrations()): boolean {
   return shipped.length > 0 && shipped.every((m) => m.folderMillis < last);
@@ -102,9 +108,13 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   return openPglite(options.pgliteDir, schemaName, options.report, options.onCreate);
 }
 
-/** What every migrate does after the migrations: comments from their one source, and the report settings. */
+/**
+ * What every migrate does after the migrations: the BI views a user dropped made again, comments from their one
+ * source, and the report settings.
+ */
 async function afterMigrations(db: Db, report: ReportSettings | undefined): Promise<void> {
   await db.transaction(async (tx) => {
+    await restoreViews(tx, shippedViews());
     await applyComments(tx);
     if (report) await writeReportSettings(tx, report);
   });

@@ -1,0 +1,62 @@
+import { queryRows, sql, type Tx } from '../connect.ts';
+
+/** A view as the migrations define it: its name and the statement that last (re)created it. */
+export interface ViewDefinition {
+  name: string;
+  statement: string;
+}
+
+const VIEW_STATEMENT = /^\s*(?:--[^\n]*\n\s*)*(create(?:\s+or\s+replace)?\s+view|drop\s+view(?:\s+if\s+exists)?)\s+"?([a-z_][a-z0-9_]*)"?/i;
+
+/**
+ * The views the migrations leave, each with the statement that last created it, in the order of those statements; a
+ * view a later migration drops is not among them. `statements`: the migrations' statements, oldest first.
+ */
+export function viewDefinitions(statements: readonly string[]): ViewDefinition[] {
+  const last = new Map<string, { statement: string; at: number } | null>();
+  statements.forEach((statement, at) => {
+    const match = VIEW_STATEMENT.exec(statement);
+    if (!match) return;
+    const name = match[2]!.toLowerCase();
+    last.delete(name);
+    last.set(name, /^drop/i.test(match[1]!) ? null : { statement, at });
+  });
+  return [...last.entries()]
+    .filter((e): e is [string, { statement: string; at: number }] => e[1] !== null)
+    .sort((a, b) => a[1].at - b[1].at)
+    .map(([name, { statement }]) => ({ name, statement }));
+}
+
+/**
+ * Creates again, in the current schema, the views of `views` that are missing: a user dropped one (with CASCADE, the
+ * views built on it too), and every dashboard on it broke until someone found the migration that made it. Each is
+ * created by its own migration statement, in a savepoint; one that needs another missing view waits for it (rounds
+ * until none is left or none more can be made). Returns the names created; a view that exists is left as it is, even
+ * one a user replaced. Throws when a missing view cannot be made.
+ */
+export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Promise<string[]> {
+  const present = new Set(
+    (await queryRows<{ name: string }>(tx, sql`select c.relname as name from pg_class c where c.relnamespace = current_schema()::regnamespace`)).map((r) => r.name),
+  );
+  let missing = views.filter((v) => !present.has(v.name));
+  const restored: string[] = [];
+  while (missing.length > 0) {
+    const failed: Array<{ view: ViewDefinition; error: unknown }> = [];
+    for (const view of missing) {
+      try {
+        await tx.transaction(async (savepoint) => {
+          await savepoint.execute(sql.raw(view.statement));
+        });
+        restored.push(view.name);
+      } catch (error) {
+        failed.push({ view, error });
+      }
+    }
+    if (failed.length === missing.length) {
+      const names = failed.map((f) => f.view.name).join(', ');
+      throw new Error(`could not create the missing view(s) ${names} again`, { cause: failed[0]!.error });
+    }
+    missing = failed.map((f) => f.view);
+  }
+  return restored;
+}
