@@ -122,6 +122,44 @@ export function errorResponse(severity: 'ERROR' | 'FATAL', code: string, message
 /** Protocol 3.0, as a startup message gives it. */
 export const PROTOCOL_3_0 = 196608;
 
+/**
+ * The declared length of each message a client sends, from the first byte of its connection: the untyped ones first
+ * (SSLRequest, GSSENCRequest, CancelRequest, StartupMessage: a length, then a code), every one after a protocol 3.0
+ * StartupMessage typed (a type byte, then a length). Reads only the headers: a message's body is skipped as it passes.
+ */
+export class FrontendMessageLengths {
+  #header = Buffer.alloc(0);
+  /** Bytes of the current message's body still to come. */
+  #remaining = 0;
+  #typed = false;
+
+  /** Takes the next chunk of the stream; returns the first declared length above `max` (bytes), or null. */
+  push(chunk: Uint8Array, max: number): number | null {
+    let over: number | null = null;
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.#remaining > 0) {
+        const take = Math.min(this.#remaining, chunk.length - i);
+        i += take;
+        this.#remaining -= take;
+        continue;
+      }
+      const headerLength = this.#typed ? 5 : 8;
+      const take = Math.min(headerLength - this.#header.length, chunk.length - i);
+      this.#header = Buffer.concat([this.#header, chunk.subarray(i, i + take)]);
+      i += take;
+      if (this.#header.length < headerLength) break;
+      // The length counts itself (and an untyped message's code: the whole header), never the type byte.
+      const length = this.#header.readInt32BE(this.#typed ? 1 : 0);
+      this.#remaining = Math.max(0, length - (this.#typed ? 4 : 8));
+      if (!this.#typed && this.#header.readInt32BE(4) === PROTOCOL_3_0) this.#typed = true;
+      this.#header = Buffer.alloc(0);
+      if (length > max) over ??= length;
+    }
+    return over;
+  }
+}
+
 /** The parameters of a StartupMessage (user, database, options …); null when the message is not one. */
 export function startupParameters(message: Uint8Array): Record<string, string> | null {
   const buffer = Buffer.from(message.buffer, message.byteOffset, message.byteLength);

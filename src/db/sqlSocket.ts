@@ -4,7 +4,7 @@ import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-
 import { drizzle } from 'drizzle-orm/pglite';
 import type { Logger } from '../logger.ts';
 import { quoteIdent, type Database, type Db } from './connect.ts';
-import { copyFailMessage, errorResponse, frontendMessageType, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE, unservableCopy } from './pgWire.ts';
+import { copyFailMessage, errorResponse, FrontendMessageLengths, frontendMessageType, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, TERMINATE, unservableCopy } from './pgWire.ts';
 import * as schema from './schema.ts';
 import { scramVerifier } from './scram.ts';
 import { SessionScheduler, type SessionUser } from './sessionScheduler.ts';
@@ -69,6 +69,8 @@ export interface ServeEmbeddedDatabaseOptions {
   /** How long a client may hold the session (an open transaction) while others wait, however busy it is meanwhile.
    * 0 = forever. @default 60_000 */
   holdTimeoutMs?: number;
+  /** The longest message an authenticated client may send (bytes); a longer one ends its connection. @default MAX_MESSAGE_BYTES */
+  maxMessageBytes?: number;
 }
 
 export interface EmbeddedDatabaseServer {
@@ -104,6 +106,12 @@ interface Connection {
 const DAEMON = 'daemon' satisfies SessionUser;
 /** What a client may send before it has authenticated: a startup message and two SASL messages, with room to spare. */
 const MAX_BYTES_BEFORE_AUTH = 128 * 1024;
+/**
+ * The longest message an authenticated client may send. The handler holds a message whole until its declared length
+ * has arrived, and PGlite copies it again: PostgreSQL's 1 GB would take the daemon's memory several times over. 32 MiB
+ * is a query far longer than any BI tool writes, or tens of thousands of reply rows in one INSERT.
+ */
+export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 
 /** Said to a client that asks for COPY … FROM STDIN (psql's \copy … from). */
 export const COPY_PROGRAM_REFUSED = 'COPY TO PROGRAM and COPY FROM PROGRAM are not supported by the embedded database: there is no program to run';
@@ -125,6 +133,7 @@ export async function serveEmbeddedDatabase(
   // Derived once: each connection's check then costs a few HMACs, whatever a client sends.
   const verifier = scramVerifier(options.password);
   const authTimeoutMs = options.authTimeoutMs ?? 10_000;
+  const maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
 
   const scheduler = new SessionScheduler({
     holds: (user) => pglite.isInTransaction() || (user !== DAEMON && (connections.get(user)?.holding ?? false)),
@@ -289,21 +298,31 @@ export async function serveEmbeddedDatabase(
       forget(handler.handlerId);
       socket.destroy();
     });
-    // The handler buffers a message until its declared length has arrived: before the password, a client could make
-    // it hold up to 2 GB. PostgreSQL's own limits are 10 kB for a startup packet and 64 kB for an authentication token.
+    // The handler buffers a message until its declared length has arrived: a client could make it hold up to 2 GB.
+    // Before the password, all it may send is 128 kB (PostgreSQL's own limits are 10 kB for a startup packet and 64 kB
+    // for an authentication token); after it, one message is at most maxMessageBytes.
     let unauthenticated = 0;
-    const limitBeforeAuth = (chunk: Buffer) => {
-      if (auth.authenticated) {
-        socket.off('data', limitBeforeAuth);
+    const lengths = new FrontendMessageLengths();
+    const limit = (chunk: Buffer) => {
+      const tooLong = lengths.push(chunk, maxMessageBytes);
+      if (!auth.authenticated) {
+        unauthenticated += chunk.length;
+        if (unauthenticated <= MAX_BYTES_BEFORE_AUTH) return;
+        socket.off('data', limit);
+        logger?.warn({ connection: handler.handlerId }, 'SQL socket: a client sent too much before authenticating; disconnecting it');
+        terminate(handler.handlerId, '08P01', 'invalid length of startup or authentication message');
         return;
       }
-      unauthenticated += chunk.length;
-      if (unauthenticated <= MAX_BYTES_BEFORE_AUTH) return;
-      socket.off('data', limitBeforeAuth);
-      logger?.warn({ connection: handler.handlerId }, 'SQL socket: a client sent too much before authenticating; disconnecting it');
-      terminate(handler.handlerId, '08P01', 'invalid length of startup or authentication message');
+      if (tooLong === null) return;
+      socket.off('data', limit);
+      logger?.warn({ connection: handler.handlerId, bytes: tooLong, maxMessageBytes }, 'SQL socket: a client sent a message longer than the embedded database takes; disconnecting it');
+      terminate(
+        handler.handlerId,
+        '54000',
+        `a message of ${tooLong} bytes is longer than the embedded database's SQL socket takes (${maxMessageBytes}): send less at once, or use PostgreSQL (DATABASE_URL)`,
+      );
     };
-    socket.on('data', limitBeforeAuth);
+    socket.on('data', limit);
   });
 
   await new Promise<void>((resolve, reject) => {

@@ -174,6 +174,35 @@ describe('the SQL socket asks for the password', () => {
     }
   });
 
+  it('ends an authenticated connection whose message is longer than maxMessageBytes, and serves the others', async () => {
+    const small = await serveEmbeddedDatabase(database, { port: 0, password, maxMessageBytes: 64 * 1024 });
+    const other = await connectPg(small.port, password);
+    const big = await connectPg(small.port, password);
+    big.on('error', () => {});
+    try {
+      // Under the limit: served as ever.
+      const fits = `select '${'x'.repeat(60 * 1024)}' as s`;
+      expect((await big.query(fits)).rows[0].s).toHaveLength(60 * 1024);
+      // Over it (declared in the header: the server does not wait for the body), the connection ends with 54000.
+      const failure = await big.query(`select '${'x'.repeat(200 * 1024)}' as s`).then(
+        () => null,
+        (error: unknown) => error as { code?: string; message: string },
+      );
+      // The FATAL, or (its bytes overtaken by the reset of the body the server left unread) the connection's end.
+      if (failure?.code === '54000') {
+        expect(failure.message).toMatch(/longer than the embedded database's SQL socket takes \(65536\)/);
+      } else {
+        expect(failure?.message).toMatch(/Connection terminated|ECONNRESET|EPIPE/);
+      }
+      await until(() => small.stats().connections === 1);
+      expect((await other.query('select 3 as n')).rows).toEqual([{ n: 3 }]);
+    } finally {
+      await other.end();
+      await big.end().catch(() => {});
+      await small.close();
+    }
+  });
+
   it('closes such a connection at once while another client holds the session, taking no more of its bytes', async () => {
     const patient = await serveEmbeddedDatabase(database, { port: 0, password, authTimeoutMs: 3_600_000 });
     const holder = await connectPg(patient.port, password);

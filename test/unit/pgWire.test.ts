@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { blankLiterals, copyFailMessage, errorResponse, invalidFrontendMessage, ReadyForQueryTracker, SYNC_MESSAGE, unservableCopy } from '../../src/db/pgWire.ts';
+import { blankLiterals, copyFailMessage, errorResponse, FrontendMessageLengths, invalidFrontendMessage, PROTOCOL_3_0, ReadyForQueryTracker, SYNC_MESSAGE, unservableCopy } from '../../src/db/pgWire.ts';
 
 describe('ReadyForQueryTracker', () => {
   it('finds the status of the last ReadyForQuery across arbitrary chunk boundaries', () => {
@@ -81,5 +81,43 @@ describe('unservableCopy', () => {
     const blanked = blankLiterals(sql);
     expect(blanked).toHaveLength(sql.length);
     expect(blanked.replace(/ +/g, ' ')).toBe('select , E , , \nfrom x');
+  });
+});
+
+describe('FrontendMessageLengths', () => {
+  const untyped = (code: number, body: Buffer = Buffer.alloc(0)) => {
+    const b = Buffer.alloc(8);
+    b.writeInt32BE(8 + body.length, 0);
+    b.writeInt32BE(code, 4);
+    return Buffer.concat([b, body]);
+  };
+  const typed = (type: string, body: Buffer) => {
+    const b = Buffer.alloc(5);
+    b.write(type, 0, 'latin1');
+    b.writeInt32BE(4 + body.length, 1);
+    return Buffer.concat([b, body]);
+  };
+  const query = (text: string) => typed('Q', Buffer.from(`${text}\0`));
+  const stream = Buffer.concat([
+    untyped(80877103), // SSLRequest (answered N)
+    untyped(PROTOCOL_3_0, Buffer.from('user\0postgres\0\0')),
+    typed('p', Buffer.alloc(100)),
+    query('select 1'),
+    query(`select '${'x'.repeat(1000)}'`),
+    query('select 2'),
+  ]);
+
+  it.each([1, 3, 7, 64, stream.length])('finds the one message over the limit, the stream cut in chunks of %i bytes', (size) => {
+    const lengths = new FrontendMessageLengths();
+    const found: number[] = [];
+    for (let i = 0; i < stream.length; i += size) {
+      const over = lengths.push(stream.subarray(i, i + size), 500);
+      if (over !== null) found.push(over);
+    }
+    expect(found).toEqual([4 + 'select \'\''.length + 1000 + 1]);
+  });
+
+  it('finds nothing when every message fits', () => {
+    expect(new FrontendMessageLengths().push(stream, 2000)).toBeNull();
   });
 });
