@@ -23,7 +23,7 @@ import { HOUR_MS, MINUTE_MS } from '../src/time.ts';
  * (bench/lag-<workload>.svg) and the results sections of bench/README.md and README.md.
  *
  *   --workload a,b   only these workloads (small, standard, large, abundant; default all); the file keeps the others'
- *   --quick          one day, a tenth of the data: about two minutes (writes bench/tmp/results.json and the charts only)
+ *   --quick          one day, a tenth of the data: about a minute (writes bench/tmp/results.json and the charts only)
  *   --correlated     mutations follow one another on the same ticket (see Workload.correlated); writes to bench/tmp
  *   --jobs N         runs at once (a strategy on a workload: one process each), across the workloads (default 2: the machine's cores)
  *   --every-tick     also a probe pass on every 15 s tick ticket-mirror's loop skips; fails if one requests anything (slow; see bench/README.md)
