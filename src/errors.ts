@@ -246,16 +246,16 @@ function chain(error: unknown): object[] {
   return out;
 }
 
-/**
- * The first line of a database's message. PostgreSQL quotes the offending value in some data exceptions (`invalid
- * input syntax for type integer: "…"`, `value "…" is out of range`): that value is the ticket's content, so it goes.
- */
 /** What a SQLSTATE means for the person who reads it, where the database's own words do not say. */
 const STATE_HINTS: Readonly<Record<string, string>> = {
   '55P03':
     ': another session held a lock on a table the mirror writes for longer than lock_timeout (a transaction left open, LOCK TABLE, ALTER, CREATE INDEX: pg_stat_activity shows which)',
 };
 
+/**
+ * The first line of a database's message. PostgreSQL quotes the offending value in some data exceptions (`invalid
+ * input syntax for type integer: "…"`, `value "…" is out of range`): that value is the ticket's content, so it goes.
+ */
 function withoutValues(message: string, state: string): string {
   const text = message.split('\n')[0]!.slice(0, 300);
   if (!state.startsWith('22')) return text;
