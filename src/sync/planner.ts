@@ -529,8 +529,11 @@ function sweepSchedule(
     const seen = [past, hoursAhead === 0 ? recent : null].filter((r): r is number => r !== null);
     return Math.max(POLICY.minChangesPerHour, seen.length > 0 ? Math.max(...seen) : POLICY.priorChangesPerHour);
   };
+  const hourEnd = (hourNow + 1) * HOUR_MS;
   /** The details the current hour's list changes are expected to bring from `at` to its end. */
-  const detailsLeft = (at: number): number => expected(0) * POLICY.detailsPerChange * (((hourNow + 1) * HOUR_MS - at) / HOUR_MS);
+  const detailsLeft = (at: number): number => expected(0) * POLICY.detailsPerChange * ((hourEnd - at) / HOUR_MS);
+  /** The sweeps `minutes` apart that fit in the current hour, the first at `from`. */
+  const sweepsLeft = (from: number, minutes: number): number => (from < hourEnd ? 1 + Math.floor((hourEnd - 1 - from) / (minutes * MINUTE_MS)) : 0);
   // Σ over a day of λ^α, for the busiest fully observed day of the last seven (or the partial last day, scaled).
   let dayWeight = 0;
   for (let d = 0; d < 7; d++) {
@@ -584,13 +587,10 @@ function sweepSchedule(
         if (k > 0 || at === undefined || nextSweepAt === undefined) {
           return { polls: (60 / minutes) * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange };
         }
-        const hourEnd = (hourNow + 1) * HOUR_MS;
-        const sweeps = nextSweepAt < hourEnd ? 1 + Math.floor((hourEnd - 1 - nextSweepAt) / (minutes * MINUTE_MS)) : 0;
         // In whole details: a share that shrank continuously freed slots at instants no idle plan could name.
-        return { polls: sweeps * LIST_NAMES.length, details: Math.ceil(detailsLeft(at)) };
+        return { polls: sweepsLeft(nextSweepAt, minutes) * LIST_NAMES.length, details: Math.ceil(detailsLeft(at)) };
       }),
     forecastStepAt: (at, nextSweepAt) => {
-      const hourEnd = (hourNow + 1) * HOUR_MS;
       const steps: number[] = [];
       const left = Math.ceil(detailsLeft(at));
       // The instant the hour's remaining details drop to left − 1 (rounded up: from then on they have).
@@ -599,10 +599,7 @@ function sweepSchedule(
       // hourEnd − 1 − (n − 1)·T.
       const minutes = interval(expected(0));
       if (nextSweepAt > at) steps.push(nextSweepAt);
-      else if (at < hourEnd - 1) {
-        const n = 1 + Math.floor((hourEnd - 1 - at) / (minutes * MINUTE_MS));
-        steps.push(Math.floor(hourEnd - 1 - (n - 1) * minutes * MINUTE_MS) + 1);
-      }
+      else if (at < hourEnd - 1) steps.push(Math.floor(hourEnd - 1 - (sweepsLeft(at, minutes) - 1) * minutes * MINUTE_MS) + 1);
       const next = steps.filter((t) => t > at);
       return next.length > 0 ? Math.min(...next) : null;
     },
