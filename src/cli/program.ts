@@ -5,7 +5,7 @@ import { scrubSecrets, withoutControlCharacters } from '../logger.ts';
 import { VERSION } from '../version.ts';
 import { addCommandHelp } from './commandHelp.ts';
 import type { AddOptions } from './commands/accounts.ts';
-import { commandContext, withDatabase } from './context.ts';
+import { commandContext, logViewsRestored, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
 import { explainFailure, type FailureSettings } from './explainFailure.ts';
 import { releaseHeldSignals, takeHeldSignals } from './heldSignals.ts';
@@ -70,7 +70,7 @@ export function buildProgram(): Command {
       await withDatabase(
         config,
         async (database) => {
-          await database.migrate();
+          logViewsRestored(logger, await database.migrate());
           logger.info({ backend: database.kind, schema: database.schema }, 'database schema is current');
         },
         logger,

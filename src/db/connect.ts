@@ -13,9 +13,11 @@ import { intOption } from '../options.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
 import { applyComments } from './repos/comments.ts';
 import { lastMigrationAt } from './repos/migrations.ts';
-import { restoreViews, viewDefinitions, type ViewDefinition } from './repos/views.ts';
+import { restoreViews, viewDefinitions, type ViewDefinition, type ViewsRestored } from './repos/views.ts';
 import { writeReportSettings } from './repos/reportSettings.ts';
 import * as schema from './schema.ts';
+
+export type { ViewsRestored };
 
 /**
  * The composition root of the database: PostgreSQL through node-postgres when a URL is given, embedded PGlite
@@ -32,10 +34,11 @@ export interface Database {
   /** The PGlite instance when embedded (the SQL socket of `run` serves it); undefined on PostgreSQL. */
   readonly pglite?: PGlite;
   /**
-   * Applies pending migrations, then the comments of db/comments.ts and the report settings (when given); a no-op when
-   * all is current. Safe to run from several processes at once.
+   * Applies pending migrations, makes again the BI views a user dropped, then the comments of db/comments.ts and the
+   * report settings (when given); a no-op when all is current. Safe to run from several processes at once. Resolves
+   * to what it did to the views, for the caller to tell (see logViewsRestored).
    */
-  migrate(): Promise<void>;
+  migrate(): Promise<ViewsRestored>;
   close(): Promise<void>;
 }
 
@@ -69,9 +72,12 @@ export const DB_LOCK_TIMEOUT_MS = 60_000;
 const MIGRATIONS = fileURLToPath(new URL('../../migrations', import.meta.url));
 export const MIGRATIONS_TABLE = '__ticket_mirror_migrations';
 
-/** The migrations this code ships, oldest first (drizzle's reading of the folder and its journal). */
+let shipped: ReturnType<typeof readMigrationFiles> | undefined;
+
+/** The migrations this code ships, oldest first (drizzle's reading of the folder and its journal; read once). */
 export function shippedMigrations(): ReturnType<typeof readMigrationFiles> {
-  return readMigrationFiles({ migrationsFolder: MIGRATIONS });
+  shipped ??= readMigrationFiles({ migrationsFolder: MIGRATIONS });
+  return shipped;
 }
 
 /** The views the shipped migrations leave, each with the statement that last created it (see restoreViews). */
@@ -112,11 +118,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  * What every migrate does after the migrations: the BI views a user dropped made again, comments from their one
  * source, and the report settings.
  */
-async function afterMigrations(db: Db, report: ReportSettings | undefined): Promise<void> {
-  await db.transaction(async (tx) => {
-    await restoreViews(tx, shippedViews());
+async function afterMigrations(db: Db, report: ReportSettings | undefined): Promise<ViewsRestored> {
+  return db.transaction(async (tx) => {
+    const views = await restoreViews(tx, shippedViews());
     await applyComments(tx);
     if (report) await writeReportSettings(tx, report);
+    return views;
   });
 }
 
@@ -174,7 +181,7 @@ async function openPostgres(
             migrationsSchema: schemaName,
             migrationsTable: MIGRATIONS_TABLE,
           });
-          await afterMigrations(drizzlePg(client, { schema }) as unknown as Db, report);
+          return await afterMigrations(drizzlePg(client, { schema }) as unknown as Db, report);
         } finally {
           await client.query('select pg_advisory_unlock(hashtext($1))', [`ticket-mirror:migrate:${schemaName}`]);
         }
@@ -221,7 +228,7 @@ async function openPglite(dir: string, schemaName: string, report: ReportSetting
         migrationsSchema: schemaName,
         migrationsTable: MIGRATIONS_TABLE,
       });
-      await afterMigrations(db, report);
+      return afterMigrations(db, report);
     },
     async close() {
       if (closed) return;

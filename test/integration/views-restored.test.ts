@@ -44,7 +44,9 @@ describe.each(backends)('BI views a user dropped ($name)', ({ open }) => {
     expect(names).not.toContain('ticket_sla');
     expect(names).not.toContain('sla_breaches'); // built on ticket_sla: gone with it
     expect(names).not.toContain('agents');
-    await database.migrate();
+    const report = await database.migrate();
+    expect(report.restored.sort()).toEqual(['agents', 'open_backlog_daily', 'sla_breaches', 'ticket_sla']);
+    expect(report.notRestored).toEqual([]);
     expect(await views(database.db)).toEqual(shipped);
     // And they answer.
     for (const { name } of shipped) await database.db.execute(sql.raw(`select * from ${name} limit 1`));
@@ -55,8 +57,24 @@ describe.each(backends)('BI views a user dropped ($name)', ({ open }) => {
     await database.db.execute(sql`create view open_by_widget as select 'mine'::text as widget_name`);
     const before = await views(database.db);
     expect(before.find((v) => v.name === 'open_by_widget')?.definition).toMatch(/'mine'/);
-    await database.migrate();
+    expect(await database.migrate()).toEqual({ restored: [], notRestored: [] });
     // Its comment is the mirror's again (comments are rewritten by every migrate), its definition the user's.
     expect((await views(database.db)).map(({ name, definition }) => ({ name, definition }))).toEqual(before.map(({ name, definition }) => ({ name, definition })));
+  });
+
+  it('report a view that cannot be made again (what it reads is gone too), and start all the same', async () => {
+    const shipped = await views(database.db);
+    // A user drops the function the SLA and response-time views compute with, and the views with it.
+    await database.db.execute(sql`drop function business_seconds(timestamptz, timestamptz, text, jsonb) cascade`);
+    await database.db.execute(sql`drop function business_seconds(timestamptz, timestamptz) cascade`);
+    const left = new Set((await views(database.db)).map((v) => v.name));
+    const gone = shipped.map((v) => v.name).filter((name) => !left.has(name));
+    expect(gone.length).toBeGreaterThan(0);
+    const report = await database.migrate();
+    expect(report.restored).toEqual([]);
+    expect(report.notRestored.map((v) => v.name).sort()).toEqual(gone.sort());
+    for (const { reason } of report.notRestored) expect(reason).toMatch(/does not exist \(SQLSTATE (42883|42P01)\)/);
+    // The views it did not need stand as they were.
+    expect((await views(database.db)).map((v) => v.name).sort()).toEqual([...left].sort());
   });
 });

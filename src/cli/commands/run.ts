@@ -5,7 +5,7 @@ import { startService } from '../../daemon/service.ts';
 import { removeDaemonRuntime, writeDaemonRuntime, type DaemonRuntime } from '../../db/pgliteRuntime.ts';
 import type { Logger } from '../../logger.ts';
 import { outboxAfterPass } from '../../outbox/deliver.ts';
-import { openConfiguredDatabase, type CommandContext } from '../context.ts';
+import { logViewsRestored, openConfiguredDatabase, type CommandContext } from '../context.ts';
 import { takeHeldSignals } from '../heldSignals.ts';
 import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 
@@ -31,7 +31,7 @@ export async function runCommand({ config, logger, terminal }: CommandContext): 
   // On a terminal: the backfill's progress below the log, following each term's engine while this process leads.
   const progress = terminal && new BackfillProgress(terminal);
   try {
-    await database.migrate();
+    logViewsRestored(logger, await database.migrate());
     // Asked to stop while it started (a supervisor that gave up waiting): migrated, but no pass begun.
     if (stopBefore !== undefined) logger.info(why(stopBefore), 'stopping before the first pass');
     else await serve();

@@ -1,3 +1,4 @@
+import { safeErrorMessage } from '../../errors.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /** A view as the migrations define it: its name and the statement that last (re)created it. */
@@ -27,20 +28,27 @@ export function viewDefinitions(statements: readonly string[]): ViewDefinition[]
     .map(([name, { statement }]) => ({ name, statement }));
 }
 
+/** What restoreViews did: the views it made again, and those it could not (with the database's reason). */
+export interface ViewsRestored {
+  restored: string[];
+  notRestored: Array<{ name: string; reason: string }>;
+}
+
 /**
  * Creates again, in the current schema, the views of `views` that are missing: a user dropped one (with CASCADE, the
  * views built on it too), and every dashboard on it broke until someone found the migration that made it. Each is
  * created by its own migration statement, in a savepoint; one that needs another missing view waits for it (rounds
- * until none is left or none more can be made). Returns the names created; a view that exists is left as it is, even
- * one a user replaced. Throws when a missing view cannot be made.
+ * until none is left or none more can be made). A view that exists is left as it is, even one a user replaced. One
+ * that cannot be made (a user dropped the function or column it reads) is reported, never thrown: a BI view must not
+ * keep the mirror from starting.
  */
-export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Promise<string[]> {
+export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Promise<ViewsRestored> {
   const present = new Set(
     (await queryRows<{ name: string }>(tx, sql`select c.relname as name from pg_class c where c.relnamespace = current_schema()::regnamespace`)).map((r) => r.name),
   );
   let missing = views.filter((v) => !present.has(v.name));
   const restored: string[] = [];
-  while (missing.length > 0) {
+  for (;;) {
     const failed: Array<{ view: ViewDefinition; error: unknown }> = [];
     for (const view of missing) {
       try {
@@ -52,11 +60,9 @@ export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Pr
         failed.push({ view, error });
       }
     }
-    if (failed.length === missing.length) {
-      const names = failed.map((f) => f.view.name).join(', ');
-      throw new Error(`could not create the missing view(s) ${names} again`, { cause: failed[0]!.error });
+    if (failed.length === 0 || failed.length === missing.length) {
+      return { restored, notRestored: failed.map((f) => ({ name: f.view.name, reason: safeErrorMessage(f.error) })) };
     }
     missing = failed.map((f) => f.view);
   }
-  return restored;
 }
