@@ -10,8 +10,8 @@ import type { ActivityOp, AppliedMutation, SimulatorModel } from '../src/simulat
  * - **detail-only** otherwise (a message that leaves the unread flag as it was, a priority change, a reassignment
  *   between two other agents …): no list shows it, only the ticket's detail.
  *
- * Two mutations of one ticket in the same 15 s step (rare: a handful a week) are both classified by the step's
- * combined effect.
+ * The benchmarks record each mutation on its own, as it is applied; mutations of one ticket recorded together would
+ * all be classified by their combined effect.
  */
 
 /** Bit of a list in a list set: open 1, self 2, unassigned 4, resolved 8. */

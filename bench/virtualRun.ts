@@ -11,9 +11,11 @@ import { activityEnd, runEnd, type Workload } from './workload.ts';
 
 /**
  * One strategy, one simulated run. A fresh simulator (the workload's seed: the same dataset for every strategy), a
- * fresh database schema, one ManualClock shared by both. Every 15 s of virtual time the activity driver applies that
- * slice's mutations at the slice's end, then the strategy gets its tick. The slices never depend on the strategy, so
- * every strategy sees the very same mutations at the very same instants (checked by the caller via `workloadDigest`).
+ * fresh database schema, one ManualClock shared by both. Every 15 s of virtual time the activity driver draws that
+ * slice's arrivals; each is applied at its own instant (the next whole ms), and the strategy runs in the time between
+ * them (`tick(from, until)` up to the next arrival, then on to the slice's end). The arrivals and the instants never
+ * depend on the strategy, so every strategy sees the very same mutations at the very same instants (checked by the
+ * caller via `workloadDigest`).
  */
 
 export const TICK_MS = 15_000;
@@ -78,16 +80,25 @@ export async function runVirtual(w: Workload, name: StrategyName, make: Strategy
     };
     const strategy = await make({ clock, sim, db: database.db, limits: w.limits, observer, everyTick: opts.everyTick ?? false });
     const stopActivity = activityEnd(w);
+    const moveClock = (to: number) => {
+      if (clock.now() > to) throw new Error(`${name} moved the clock past the end of its tick (${clock.now() - to} ms)`);
+      clock.set(to);
+    };
     let nextReport = w.start + DAY_MS;
     const openByHour: number[] = [];
     for (let t = w.start; t < end; t += TICK_MS) {
-      if (clock.now() > t) throw new Error(`${name} moved the clock past its tick (${clock.now() - t} ms)`);
-      clock.set(t);
+      moveClock(t);
       if ((t - w.start) % HOUR_MS === 0) openByHour.push(sim.model.listOpen().length);
-      if (t > w.start && t <= stopActivity) {
-        for (const change of recorder.record(driver.step(t - TICK_MS, t))) tracker.add(change);
+      let from = t;
+      for (const arrival of t < stopActivity ? driver.arrivals(t, Math.min(t + TICK_MS, stopActivity)) : []) {
+        const at = Math.ceil(arrival.at);
+        if (at > from) await strategy.tick(from, at);
+        from = Math.max(from, at);
+        moveClock(from);
+        const applied = driver.apply(arrival);
+        if (applied) for (const change of recorder.record([applied])) tracker.add(change);
       }
-      await strategy.tick(t, t + TICK_MS);
+      if (from < t + TICK_MS) await strategy.tick(from, t + TICK_MS);
       if ((t - w.start) % HOUR_MS === 0) await vacuum(database.db);
       if (t >= nextReport) {
         opts.progress?.(`${name}: day ${Math.round((t - w.start) / DAY_MS)} (${Math.round(performance.now() - started) / 1000} s, backfill left ${tracker.backfillRemaining})`);

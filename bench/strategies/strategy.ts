@@ -5,9 +5,10 @@ import type { BudgetLimits } from '../../src/sync/budget.ts';
 import type { Observer } from '../lagTracker.ts';
 
 /**
- * A way of keeping a mirror, driven in virtual time. The runner calls `tick` every 15 s of virtual time, after applying
- * that step's mutations; a strategy may move the clock forward within the tick (to pace its requests) but never to or
- * past `until`, where the next step's mutations are applied.
+ * A way of keeping a mirror, driven in virtual time. The runner calls `tick(now, until)` for each stretch of virtual
+ * time between two events: the start of a 15 s step and the arrivals of mutations within it (each applied at its own
+ * instant, before the tick that starts there). A strategy may move the clock forward within the tick (to pace its
+ * requests) but never to or past `until`, where the next mutation is applied or the next step starts.
  */
 export interface Strategy {
   readonly name: StrategyName;

@@ -70,13 +70,30 @@ export interface AppliedMutation {
   appliedAt: number;
 }
 
+/** A mutation the arrival process placed, not yet applied. */
+export interface Arrival {
+  op: ActivityOp;
+  /** Epoch ms, fractional. */
+  at: number;
+}
+
 export interface ActivityDriver {
   /**
    * Applies the mutations that arrive in [fromMs, toMs), in order, and returns them. They are applied now, at the
-   * model's clock, so step in slices as fine as the timing you need (the benchmark advances its clock, then steps).
-   * Kinds that find no target (e.g. a reopen with no resolved ticket) are skipped.
+   * model's clock, so step in slices as fine as the timing you need. Kinds that find no target (e.g. a reopen with no
+   * resolved ticket) are skipped. The same as `arrivals` followed by `apply` of each.
    */
   step(fromMs: number, toMs: number): AppliedMutation[];
+  /**
+   * The mutations that arrive in [fromMs, toMs), in order, for the caller to apply each at its own instant (the
+   * benchmark sets its clock to each, then applies it). Apply them all, in order, before asking for the next slice:
+   * the driver draws arrivals and targets from one random stream, so only that order makes a run the same for a seed.
+   * The arrivals are those `step` gives; the tickets they pick may differ, as a kind's pick depends on the instants at
+   * which earlier mutations were applied.
+   */
+  arrivals(fromMs: number, toMs: number): Arrival[];
+  /** Applies one arrival now, at the model's clock; undefined when its kind found no target. */
+  apply(arrival: Arrival): AppliedMutation | undefined;
 }
 
 const OFF_HOURS_WEIGHT = 0.05;
@@ -97,19 +114,22 @@ export function createActivityDriver(model: SimulatorModel, opts: ActivityOption
   const ops = Object.keys(rates) as ActivityOp[];
   const recent = new Map<ActivityOp, string[]>();
 
-  return {
+  const driver: ActivityDriver = {
     step(fromMs, toMs) {
+      return driver.arrivals(fromMs, toMs).flatMap((arrival) => driver.apply(arrival) ?? []);
+    },
+    arrivals(fromMs, toMs) {
       const arrivals = ops.flatMap((op) => arrivalTimes(rng, rates[op], fromMs, toMs).map((at) => ({ op, at })));
-      arrivals.sort((a, b) => a.at - b.at);
-      const applied: AppliedMutation[] = [];
-      for (const { op, at } of arrivals) {
-        const ticketId = apply(model, rng, op, opts.correlated ? followed(model, rng, op, recent) : undefined);
-        if (ticketId !== undefined) applied.push({ op, ticketId, scheduledAt: at, appliedAt: model.clock.now() });
-        if (ticketId !== undefined && opts.correlated) recent.set(op, [ticketId, ...(recent.get(op) ?? []).filter((id) => id !== ticketId)].slice(0, RECENT));
-      }
-      return applied;
+      return arrivals.sort((a, b) => a.at - b.at);
+    },
+    apply({ op, at }) {
+      const ticketId = apply(model, rng, op, opts.correlated ? followed(model, rng, op, recent) : undefined);
+      if (ticketId === undefined) return undefined;
+      if (opts.correlated) recent.set(op, [ticketId, ...(recent.get(op) ?? []).filter((id) => id !== ticketId)].slice(0, RECENT));
+      return { op, ticketId, scheduledAt: at, appliedAt: model.clock.now() };
     },
   };
+  return driver;
 }
 
 /** An account the fleet driver can drive: its model is built on first use, so driving an account builds it. */
