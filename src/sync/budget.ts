@@ -120,7 +120,12 @@ function foreignUse(
   first: number,
   now: number,
 ): { perDay: number; lastMinuteRemaining: number | null } {
-  const perMinute = new Map<number, number>();
+  // The samples are in time order, so each clock minute's are in one run: its largest excess is added when the run
+  // ends. (This runs on every request and every plan, over up to a day of samples: no map, no allocation.)
+  let seen = 0;
+  let minutes = 0;
+  let minute = Number.NaN;
+  let worst = 0;
   let windowStart = first;
   let lastMinuteRemaining: number | null = null;
   for (let i = first; i < samples.length; i++) {
@@ -131,13 +136,18 @@ function foreignUse(
     // No more than a minute's limit can have been used in a minute: headers that say more (a gateway's own counters,
     // `x-ratelimit-limit: 100000` with nothing remaining) are not the API's, and one such answer must not take the day.
     const everyone = Math.min(limits.minute, (s.limit ?? limits.minute) - s.remaining);
-    const bucket = Math.floor(s.at / MINUTE_MS);
-    perMinute.set(bucket, Math.max(perMinute.get(bucket) ?? 0, everyone - ours));
+    const m = Math.floor(s.at / MINUTE_MS);
+    if (m !== minute) {
+      seen += worst;
+      minutes++;
+      minute = m;
+      worst = 0;
+    }
+    worst = Math.max(worst, everyone - ours);
     if (s.at > now - MINUTE_MS) lastMinuteRemaining = s.remaining - (samples.length - 1 - i);
   }
-  let seen = 0;
-  for (const n of perMinute.values()) seen += Math.max(0, n);
-  const perDay = Math.min(limits.daily, (seen * (DAY_MS / MINUTE_MS)) / Math.max(perMinute.size, MIN_SAMPLED_MINUTES));
+  seen += worst;
+  const perDay = Math.min(limits.daily, (seen * (DAY_MS / MINUTE_MS)) / Math.max(minutes, MIN_SAMPLED_MINUTES));
   return { perDay, lastMinuteRemaining };
 }
 
