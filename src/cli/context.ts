@@ -1,5 +1,5 @@
 import { loadConfig, type Config } from '../config/loadConfig.ts';
-import { openDatabase, type Database, type ViewsRestored } from '../db/connect.ts';
+import { openDatabase, type Database } from '../db/connect.ts';
 import { chooseLogFormat, createCliLogger, type LogStream, type Logger } from '../logger.ts';
 import { TerminalLine, type TerminalStream } from './terminalLine.ts';
 
@@ -61,13 +61,5 @@ export async function withDatabase<T>(config: Config, fn: (database: Database) =
     return await fn(database);
   } finally {
     await database.close();
-  }
-}
-
-/** Tells what a migrate did to the BI views: those it made again, and those it could not (a warning each). */
-export function logViewsRestored(logger: Logger, { restored, notRestored }: ViewsRestored): void {
-  if (restored.length > 0) logger.info({ views: restored }, 'BI views that were dropped are made again');
-  for (const { name, reason } of notRestored) {
-    logger.warn({ view: name, reason }, 'a BI view that was dropped could not be made again (what it reads is gone too?): dashboards on it stay broken');
   }
 }

@@ -6,6 +6,7 @@ import type { FleetDatabase } from '../db/fleet.ts';
 import { migrationState } from '../db/migrationState.ts';
 import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
 import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
+import { logViewsRestored } from '../db/repos/views.ts';
 import { logPasses } from '../daemon/compose.ts';
 import type { Logger } from '../logger.ts';
 import { rememberSecret } from '../secrets.ts';
@@ -162,7 +163,7 @@ export class RuntimeCache {
     // comments (and take the migration lock), which a fleet of thousands pays for at each start.
     // A schema a newer version migrated is refused by migrate (db/migrationState.ts).
     const state = existed ? await migrationState(database.db, account.schemaName) : null;
-    if (!state || state.pending > 0 || state.newer) await database.migrate();
+    if (!state || state.pending > 0 || state.newer) logViewsRestored(this.#o.logger.child({ account: account.name }), await database.migrate());
     const target = { schema: account.schemaName, account: account.name, channel: fleetChannels(this.#o.fleet.schema).reply };
     if (!(await replyNotifyInstalled(database.db, target))) await database.db.transaction((tx) => installReplyNotify(tx, target));
     // The views across the fleet leave out an account until its schema has the tables: rebuilt once it has them (not

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { logViewsRestored } from '../../src/cli/context.ts';
+import { logViewsRestored } from '../../src/db/repos/views.ts';
 import { createLogger } from '../../src/logger.ts';
 
-describe('logViewsRestored: what `run` and `migrate` say of the BI views', () => {
+describe('logViewsRestored: what every command that migrates says of the BI views', () => {
   function lines(report: Parameters<typeof logViewsRestored>[1]): Array<Record<string, unknown>> {
     const out: string[] = [];
     logViewsRestored(createLogger('info', { write: (line: string) => void out.push(line) }), report);

@@ -11,6 +11,7 @@ import { attachmentTicketId, writeDetail } from '../../db/repos/details.ts';
 import type { Logger } from '../../logger.ts';
 import { mapDetail, UnstorableError } from '../../sync/mapping.ts';
 import { isoMicros } from '../../time.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 
@@ -23,7 +24,7 @@ import { EXIT, ExitError } from '../exit.ts';
  */
 export async function attachmentCommand({ config, logger }: CommandContext, attachmentId: string, options: { download?: string }): Promise<void> {
   await withDatabase(config, async (database) => {
-    await database.migrate();
+    logViewsRestored(logger, await database.migrate());
     const engine = createEngine(config, database, logger, systemClock);
     await engine.init();
     const link = await freshAttachmentLink({ db: database.db, client: engine.client, clock: systemClock, logger }, attachmentId);

@@ -3,6 +3,7 @@ import { ConfigError } from '../../errors.ts';
 import { assertRoleName, grantReader, InvalidRoleNameError } from '../../db/grantReader.ts';
 import { getAccount, refreshFleetViews } from '../../db/repos/accounts.ts';
 import { checkAccountName } from './accounts.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 import { withFleetDatabase } from '../fleetContext.ts';
@@ -25,7 +26,7 @@ export async function grantReaderCommand(ctx: CommandContext, role: string, opti
     ]);
   }
   await withDatabase(ctx.config, async (database) => {
-    await database.migrate();
+    logViewsRestored(ctx.logger, await database.migrate());
     const { created } = await grantReader(database.db, database.schema, role);
     ctx.logger.info({ role, schema: database.schema, created }, 'read-only role granted');
     process.stdout.write(
@@ -47,7 +48,7 @@ async function grantAccountReader(ctx: CommandContext, role: string, name: strin
     if (!account) throw new ExitError(`no account ${name} in this fleet (ticket-mirror accounts list)`, EXIT.failure);
     const database = await openDatabase({ databaseUrl: fleet.databaseUrl, schema: account.schemaName, report: config.report, poolSize: 1 });
     try {
-      await database.migrate();
+      logViewsRestored(ctx.logger.child({ account: name }), await database.migrate());
       const { created } = await grantReader(database.db, database.schema, role);
       ctx.logger.info({ role, account: name, schema: database.schema, created }, 'read-only role granted');
       process.stdout.write(

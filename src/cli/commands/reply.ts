@@ -4,6 +4,7 @@ import { createEngine } from '../../daemon/compose.ts';
 import { ReplyNotSentError, ReplyOutcomeUnknownError } from '../../errors.ts';
 import { postReply, ReplyPostedError } from '../../outbox/postReply.ts';
 import { replyTextProblem } from '../../outbox/states.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 
@@ -25,7 +26,7 @@ export async function replyCommand(
   const problem = replyTextProblem(message);
   if (problem) throw new ExitError(`${problem}; nothing was sent`, EXIT.usage);
   await withDatabase(config, async (database) => {
-    await database.migrate();
+    logViewsRestored(logger, await database.migrate());
     const engine = createEngine(config, database, logger, systemClock);
     await engine.init();
     // Ctrl-C (or a supervisor's SIGTERM) while the POST is out ended the process without a word: the reply may be there.

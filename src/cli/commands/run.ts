@@ -5,7 +5,8 @@ import { startService } from '../../daemon/service.ts';
 import { removeDaemonRuntime, writeDaemonRuntime, type DaemonRuntime } from '../../db/pgliteRuntime.ts';
 import type { Logger } from '../../logger.ts';
 import { outboxAfterPass } from '../../outbox/deliver.ts';
-import { logViewsRestored, openConfiguredDatabase, type CommandContext } from '../context.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
+import { openConfiguredDatabase, type CommandContext } from '../context.ts';
 import { takeHeldSignals } from '../heldSignals.ts';
 import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 

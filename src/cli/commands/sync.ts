@@ -4,6 +4,7 @@ import { isoMicros } from '../../time.ts';
 import { createEngine } from '../../daemon/compose.ts';
 import { deliverOutbox, newClaimer } from '../../outbox/deliver.ts';
 import { EXIT, ExitError } from '../exit.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 
@@ -15,7 +16,7 @@ import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
  */
 export async function syncCommand({ config, logger, terminal }: CommandContext): Promise<void> {
   await withDatabase(config, async (database) => {
-    await database.migrate();
+    logViewsRestored(logger, await database.migrate());
     const engine = createEngine(config, database, logger, systemClock);
     // On a terminal, the pass's progress below the log; taken away before the summary is printed.
     const progress = terminal && new BackfillProgress(terminal);

@@ -1,4 +1,5 @@
 import { safeErrorMessage } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
 
 /** A view as the migrations define it: its name and the statement that last (re)created it. */
@@ -64,5 +65,16 @@ export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Pr
       return { restored, notRestored: failed.map((f) => ({ name: f.view.name, reason: safeErrorMessage(f.error) })) };
     }
     missing = failed.map((f) => f.view);
+  }
+}
+
+/**
+ * Tells what a migrate did to the BI views: those it made again, and those it could not (a warning each). Every caller
+ * of `Database.migrate` passes its report here, so that no view is made again, or left broken, without a line.
+ */
+export function logViewsRestored(logger: Logger, { restored, notRestored }: ViewsRestored): void {
+  if (restored.length > 0) logger.info({ views: restored }, 'BI views that were dropped are made again');
+  for (const { name, reason } of notRestored) {
+    logger.warn({ view: name, reason }, 'a BI view that was dropped could not be made again (what it reads is gone too?): dashboards on it stay broken');
   }
 }
