@@ -1,4 +1,4 @@
-import { DAY_MS, MINUTE_MS } from '../time.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
 
 /**
  * What the planner (sync/planner.ts) knows of the past and of the lists, as db/repos/work.ts reads it from the database.
@@ -56,4 +56,28 @@ export function emptyHistory(): PlannerHistory {
     nextExpiryAt: null,
     nextRetryAt: null,
   };
+}
+
+/**
+ * The requests in the rolling window as the planner counts them (`freeing`, `sentThisHour`, `nextExpiryAt`), from the
+ * instants they were sent: the very requests the budget counts (sync/gate.ts, those in flight included; `status` reads
+ * them from the ledger, db/repos/ledger.ts), so that the plan and the budget never disagree on what was spent. An
+ * instant outside (now − 24 h, now] is not counted. (Counted in SQL before, this was most of the database's work of a
+ * pass on a large budget: every plan grouped the whole day of `api_requests` by hour.)
+ */
+export function requestUsage(sentAt: Iterable<number>, now: number): Pick<PlannerHistory, 'freeing' | 'sentThisHour' | 'nextExpiryAt'> {
+  const hourNow = Math.floor(now / HOUR_MS);
+  const freeing = new Array<number>(HOURS_AHEAD).fill(0);
+  let sentThisHour = 0;
+  let oldest = Infinity;
+  for (const at of sentAt) {
+    if (!(at > now - DAY_MS && at <= now)) continue;
+    const hour = Math.floor(at / HOUR_MS);
+    if (hour === hourNow) sentThisHour++;
+    // A request of clock hour H − 24 leaves the window in clock hour H.
+    freeing[Math.min(HOURS_AHEAD - 1, Math.max(0, hour + DAY_MS / HOUR_MS - hourNow))]!++;
+    oldest = Math.min(oldest, at);
+  }
+  // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (the budget's rolling window).
+  return { freeing, sentThisHour, nextExpiryAt: oldest === Infinity ? null : oldest + DAY_MS };
 }

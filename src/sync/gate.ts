@@ -86,6 +86,11 @@ export class BudgetGate implements RequestGate {
     return snap;
   }
 
+  /** When each request the budget counts was sent: the ledger's samples and those in flight (see requestUsage). */
+  sentAt(): number[] {
+    return [...this.#samples.map((s) => s.at), ...this.#inFlight];
+  }
+
   /** Until when the service's 429 holds every request back, or null when none does now. */
   throttledUntil(now = this.#clock.now()): number | null {
     return this.#blockedUntil > now ? this.#blockedUntil : null;

@@ -39,11 +39,11 @@ export interface MirrorStatus {
 
 export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
-  const [samples, lists, work, history] = await Promise.all([
-    loadSamples(db, now - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit }),
+  const samples = await loadSamples(db, now - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit });
+  const [lists, work, history] = await Promise.all([
     listStates(db, now),
     countWork(db, now),
-    plannerHistory(db, now),
+    plannerHistory(db, now, samples.map((s) => s.at)),
   ]);
   const budget = budgetAt(limits, samples, now);
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, oldestOpenDetailAt: work.oldestOpenDetailAt, history });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LIST_NAMES } from '../../src/api/endpoints.ts';
 import { queryRows, sql, type Db } from '../../src/db/connect.ts';
+import { loadSamples } from '../../src/db/repos/ledger.ts';
 import {
   countWork,
   listStates,
@@ -12,7 +13,7 @@ import {
   revalidationMultipliers,
 } from '../../src/db/repos/work.ts';
 import { neutralMultipliers } from '../../src/model/revalidation.ts';
-import { BUCKET_MS } from '../../src/model/plannerHistory.ts';
+import { BUCKET_MS, type PlannerHistory } from '../../src/model/plannerHistory.ts';
 import { isoMicros } from '../../src/time.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 
@@ -69,6 +70,12 @@ async function insertRequests(db: Db, sentAt: readonly number[]): Promise<void> 
     await db.execute(sql`
       insert into api_requests (at, method, path, status, kind) values (${isoMicros(at)}::timestamptz, 'GET', '/api/v1/tickets', 200, 'list_open')`);
   }
+}
+
+/** The planner's history at `now`, its requests as the budget (and `status`) reads them from the ledger. */
+async function history(db: Db, now = NOW): Promise<PlannerHistory> {
+  const sent = await loadSamples(db, now - DAY, { minute: 60, daily: 1440 });
+  return plannerHistory(db, now, sent.map((s) => s.at));
 }
 
 async function insertPolls(db: Db, polls: ReadonlyArray<{ list: string; at: number; changes: number }>): Promise<void> {
@@ -450,7 +457,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
 
   describe('plannerHistory', () => {
     it('is empty for an empty mirror', async () => {
-      expect(await plannerHistory(db, NOW)).toEqual({
+      expect(await history(db)).toEqual({
         changes: new Array<number>(HISTORY_BUCKETS).fill(0),
         firstPollAt: null,
         pollsLastDay: 0,
@@ -464,7 +471,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
     for (const { label, sentAt, k } of FREEING_CASES) {
       it(`counts a request sent ${label} ${k === null ? 'nowhere (not in the window)' : `in freeing[${k}]`}`, async () => {
         await insertRequests(db, [sentAt]);
-        const h = await plannerHistory(db, NOW);
+        const h = await history(db);
         expect(h.freeing).toEqual(spikes(24, [[k, 1]]));
         expect(h.nextExpiryAt).toBe(k === null ? null : sentAt + DAY);
         expect(h.sentThisHour).toBe(k !== null && sentAt >= jan(5, 12, 0) ? 1 : 0);
@@ -477,7 +484,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         FREEING_CASES.map((c) => c.sentAt),
       );
       await insertRequests(db, [jan(4, 13, 40), jan(4, 13, 41), jan(5, 3, 0)]);
-      const h = await plannerHistory(db, NOW);
+      const h = await history(db);
       const expected = spikes(24, [...FREEING_CASES.map((c): [number | null, number] => [c.k, 1]), [1, 2], [15, 1]]);
       expect(h.freeing).toEqual(expected);
       expect(h.freeing.reduce((a, b) => a + b, 0)).toBe(FREEING_CASES.filter((c) => c.k !== null).length + 3);
@@ -496,16 +503,16 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         NOW + 1,
         jan(5, 13, 0),
       ]);
-      const h = await plannerHistory(db, NOW);
+      const h = await history(db);
       expect(h.sentThisHour).toBe(4);
       // At 13:00 the clock hour turns: what 12:xx sent no longer counts.
-      expect((await plannerHistory(db, jan(5, 13, 0))).sentThisHour).toBe(1);
+      expect((await history(db, jan(5, 13, 0))).sentThisHour).toBe(1);
     });
 
     for (const { label, at, k } of CHANGES_CASES) {
       it(`counts the changes of a poll at ${label} ${k === null ? 'nowhere (ignored)' : `in changes[${k}]`}`, async () => {
         await insertPolls(db, [{ list: 'open', at, changes: 7 }]);
-        const h = await plannerHistory(db, NOW);
+        const h = await history(db);
         expect(h.changes).toHaveLength(HISTORY_BUCKETS);
         expect(h.changes).toEqual(spikes(HISTORY_BUCKETS, [[k, 7]]));
         expect(h.pollsLastDay).toBe(k !== null && k < 48 ? 1 : 0);
@@ -525,7 +532,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         // A list that is not one of the four is not the planner's business.
         { list: 'somewhere-else', at: jan(5, 12, 6), changes: 100 },
       ]);
-      const h = await plannerHistory(db, NOW);
+      const h = await history(db);
       expect(h.changes).toEqual(
         spikes(HISTORY_BUCKETS, [
           [0, 0 + 1 + 2 + 3],
@@ -542,7 +549,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { list: 'resolved', at: Date.UTC(2025, 11, 6, 8, 15, 30, 123), changes: 4 },
         { list: 'self', at: jan(1, 0, 0), changes: 2 },
       ]);
-      const h = await plannerHistory(db, NOW);
+      const h = await history(db);
       expect(h.firstPollAt).toBe(Date.UTC(2025, 11, 6, 8, 15, 30, 123));
       // Thirty days ago is outside the window of changes.
       expect(h.changes).toEqual(spikes(HISTORY_BUCKETS, [[0, 1], [(jan(5, 12, 0) - jan(1, 0, 0)) / BUCKET_MS, 2]]));
@@ -555,9 +562,9 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { id: 'later', open: true, syncedAt: NOW - DAY, retryAfter: NOW + 2 * HOUR },
         { id: 'next', open: true, dueSince: NOW - HOUR, retryAfter: NOW + 5 * MIN + 1 },
       ]);
-      expect((await plannerHistory(db, NOW)).nextRetryAt).toBe(NOW + 5 * MIN + 1);
-      expect((await plannerHistory(db, NOW + 5 * MIN + 1)).nextRetryAt).toBe(NOW + 2 * HOUR);
-      expect((await plannerHistory(db, NOW + 2 * HOUR)).nextRetryAt).toBeNull();
+      expect((await history(db)).nextRetryAt).toBe(NOW + 5 * MIN + 1);
+      expect((await history(db, NOW + 5 * MIN + 1)).nextRetryAt).toBe(NOW + 2 * HOUR);
+      expect((await history(db, NOW + 2 * HOUR)).nextRetryAt).toBeNull();
     });
 
     it('keeps microseconds from moving a bucket: 11:59:59.999999 is the previous half hour', async () => {
@@ -565,7 +572,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         insert into list_polls (list, at, items, changes) values ('open', ${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 1, 3)`);
       await db.execute(sql`
         insert into api_requests (at, method, path, kind) values (${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 'GET', '/x', 'detail')`);
-      const h = await plannerHistory(db, NOW);
+      const h = await history(db);
       expect(h.changes.slice(0, 3)).toEqual([0, 3, 0]);
       expect(h.sentThisHour).toBe(0);
       expect(h.freeing).toEqual(spikes(24, [[23, 1]]));

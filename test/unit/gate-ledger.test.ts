@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
+import { requestUsage } from '../../src/model/plannerHistory.ts';
 import { BudgetGate } from '../../src/sync/gate.ts';
 
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
+const HOUR = 3_600_000;
 const limits = { daily: 1440, minute: 60, reserve: 0.1 };
+/** 24 zeros, with `n` at each index `k` of `at`. */
+const spikes = (at: Array<[number, number]>) => Array.from({ length: 24 }, (_, k) => at.filter(([i]) => i === k).reduce((sum, [, n]) => sum + n, 0));
 const gateAfter = (statuses: number[], lastAt: number) =>
   new BudgetGate({
     limits,
@@ -28,5 +32,24 @@ describe('BudgetGate: the service\'s 429s at the end of the ledger', () => {
   it('a wait long over (the process was down since) holds nothing back', () => {
     expect(gateAfter([429, 429, 429], T0 - 2 * 3_600_000).throttledUntil()).toBeNull();
     expect(gateAfter([429], T0 - 2 * 3_600_000).snapshot().minuteLeft).toBeGreaterThan(0);
+  });
+});
+
+describe('BudgetGate.sentAt: the requests the planner counts are those the budget counts', () => {
+  it('the ledger\'s samples, the request in flight, and what it noted; the planner buckets them as the budget spends', async () => {
+    const clock = new ManualClock(T0);
+    const gate = new BudgetGate({ limits, clock, realTimeInterval: false, samples: [{ at: T0 - 23 * HOUR, remaining: null, limit: null }] });
+    let finish!: () => void;
+    const sending = gate.run('detail', () => new Promise<void>((resolve) => (finish = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gate.sentAt().sort()).toEqual([T0 - 23 * HOUR, T0]);
+    // In flight, it is spent already: in the current hour, freeing in the last.
+    expect(requestUsage(gate.sentAt(), T0 + 1)).toEqual({ freeing: spikes([[1, 1], [23, 1]]), sentThisHour: 1, nextExpiryAt: T0 + HOUR });
+    gate.note({ at: T0, method: 'GET', path: '/x', status: 200, durationMs: 5, kind: 'detail', ratelimitRemaining: 50, ratelimitLimit: 60 });
+    finish();
+    await sending;
+    expect(gate.sentAt()).toEqual([T0 - 23 * HOUR, T0]);
+    // 24 h on, the older one has left the window, and the planner no longer counts it either.
+    expect(requestUsage(gate.sentAt(), T0 + HOUR + 1)).toEqual({ freeing: spikes([[23, 1]]), sentThisHour: 0, nextExpiryAt: T0 + 24 * HOUR });
   });
 });

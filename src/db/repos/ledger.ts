@@ -47,14 +47,17 @@ export async function loadSamples(
   limits: { minute: number; daily: number },
   onMissing?: (count: number) => void,
 ): Promise<LedgerSample[]> {
-  // No 24 h holds more than the daily limit: beyond it the budget is spent either way, and when the next request may
-  // go depends on the newest `daily` requests alone (budget.ts), so only those are read — a user's millions of rows
-  // would otherwise fill the daemon's memory. (What other clients of the token use is estimated from the rows read;
-  // with more rows than the limit, from the newest only. The count used is then the limit, not the rows.) (A row ahead of the clock is restamped to now as a clock set back:
-  // engine.ts. None lies beyond the year 9999: schema.ts, instantsInSpan.)
+  // No 24 h holds more than the daily limit: beyond it the budget is spent either way, and when the next request may go
+  // depends on the newest `daily` requests alone (budget.ts), so only those are read — a user's millions of rows would
+  // otherwise fill the daemon's memory. (What other clients of the token use is estimated from the rows read; with more
+  // rows than the limit, from the newest only. The count used is then the limit, not the rows.)
+  // (A row ahead of the clock is restamped to now as a clock set back: engine.ts. None lies beyond the year 9999:
+  // schema.ts, instantsInSpan.)
+  // An instant is cut to its millisecond, not rounded: 11:59:59.9999 is sent in the hour of 11:00 (the planner's
+  // buckets), and the budget's slot after a sample is 1 ms after its expiry anyway.
   const rows = await queryRows<{ at_ms: string | number; remaining: number | null; status: number | null; kind: string | null }>(
     tx,
-    sql`select (extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
+    sql`select floor(extract(epoch from at) * 1000)::bigint as at_ms, ratelimit_remaining as remaining, status, kind
         from (select at, id, ratelimit_remaining, status, kind from api_requests where at > ${isoMicros(since)}::timestamptz
               order by at desc, id desc limit ${limits.daily}) newest
         order by at, id`,

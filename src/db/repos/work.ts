@@ -1,6 +1,6 @@
 import type { SQL } from 'drizzle-orm';
 import { LIST_NAMES, type ListName } from '../../api/endpoints.ts';
-import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, type ListState, type PlannerHistory } from '../../model/plannerHistory.ts';
+import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, requestUsage, type ListState, type PlannerHistory } from '../../model/plannerHistory.ts';
 import { learnedMultipliers, neutralMultipliers } from '../../model/revalidation.ts';
 import { CLOCK_SET_BACK_MS, DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
@@ -246,29 +246,22 @@ export async function listStates(tx: Tx, now: number): Promise<Record<ListName, 
 }
 
 /**
- * What the planner needs of the past, in two queries: the requests still in the rolling window, by the clock hour in
- * which they leave it; and list changes per clock half hour of the last eight days (the activity the sweeps follow).
- * See PlannerHistory.
+ * What the planner needs of the past: the requests still in the rolling window, from `sentAt` (see requestUsage: the
+ * budget's own samples, not a query); list changes per clock half hour of the last eight days (the activity the sweeps
+ * follow); and the earliest per-ticket retry. See PlannerHistory.
  */
-export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistory> {
-  const dayAgo = now - DAY_MS;
-  const hourNow = Math.floor(now / HOUR_MS);
+export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<number>): Promise<PlannerHistory> {
   const bucketNow = Math.floor(now / BUCKET_MS);
-  const [usage, activity] = await Promise.all([
-    queryRows<{ hour: string | null; n: number; first_ms: string | null; retry_ms: string | null }>(
+  const [retry, activity] = await Promise.all([
+    queryRows<{ retry_ms: string | null }>(
       tx,
-      sql`select floor(extract(epoch from at) / ${seconds(HOUR_MS)})::bigint as hour,
-          count(*)::int as n,
-          (extract(epoch from min(at)) * 1000)::bigint as first_ms, null::bigint as retry_ms
-        from api_requests where at > ${isoMicros(dayAgo)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
-        group by 1
-        union all
-        select null, 0, null, (extract(epoch from min(detail_retry_after)) * 1000)::bigint
+      sql`select (extract(epoch from min(detail_retry_after)) * 1000)::bigint as retry_ms
         from tickets where detail_retry_after > ${isoMicros(now)}::timestamptz`,
     ),
+    // date_part, not extract: a double, not a numeric, for every row of eight days of polls (twice as fast).
     queryRows<{ bucket: string | null; n: number; polls: number; first_ms: string | null }>(
       tx,
-      sql`select floor(extract(epoch from at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::float8 as n, count(*)::int as polls, null::bigint as first_ms
+      sql`select floor(date_part('epoch', at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::float8 as n, count(*)::int as polls, null::bigint as first_ms
         from list_polls
         where list = any(${LIST_ARRAY}::text[])
           and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
@@ -278,22 +271,7 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
         from (select (select min(at) from list_polls p where p.list = l.list) as m from unnest(${LIST_ARRAY}::text[]) as l(list)) f`,
     ),
   ]);
-  const { changes, freeing } = emptyHistory();
-  let oldest: number | null = null;
-  let nextRetryAt: number | null = null;
-  let sentThisHour = 0;
-  for (const u of usage) {
-    if (u.hour === null) {
-      nextRetryAt = u.retry_ms === null ? null : Number(u.retry_ms);
-      continue;
-    }
-    if (Number(u.hour) === hourNow) sentThisHour += u.n;
-    // A request of clock hour H − 24 leaves the window in clock hour H.
-    const k = Number(u.hour) + DAY_MS / HOUR_MS - hourNow;
-    freeing[Math.min(freeing.length - 1, Math.max(0, k))]! += u.n;
-    const first = Number(u.first_ms);
-    if (oldest === null || first < oldest) oldest = first;
-  }
+  const { changes } = emptyHistory();
   let firstPollAt: number | null = null;
   let pollsLastDay = 0;
   for (const a of activity) {
@@ -306,14 +284,12 @@ export async function plannerHistory(tx: Tx, now: number): Promise<PlannerHistor
     changes[k]! += a.n;
     if (k < DAY_MS / BUCKET_MS) pollsLastDay += a.polls;
   }
+  const retryMs = retry[0]?.retry_ms ?? null;
   return {
     changes,
     firstPollAt,
     pollsLastDay,
-    freeing,
-    sentThisHour,
-    // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (the budget's rolling window).
-    nextExpiryAt: oldest === null ? null : oldest + DAY_MS,
-    nextRetryAt,
+    ...requestUsage(sentAt, now),
+    nextRetryAt: retryMs === null ? null : Number(retryMs),
   };
 }
