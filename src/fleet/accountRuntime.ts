@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { configWarnings, parseApiUrl } from '../config/loadConfig.ts';
-import { openDatabase, type Database } from '../db/connect.ts';
+import { openDatabase, shippedViews, type Database } from '../db/connect.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { migrationState } from '../db/migrationState.ts';
 import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
 import { installReplyNotify, mirrorExists, replyNotifyInstalled } from '../db/repos/fleetJobs.ts';
-import { logViewsRestored } from '../db/repos/views.ts';
+import { logViewsRestored, missingViews } from '../db/repos/views.ts';
 import { logPasses } from '../daemon/compose.ts';
 import type { Logger } from '../logger.ts';
 import { rememberSecret } from '../secrets.ts';
@@ -160,10 +160,14 @@ export class RuntimeCache {
     if (this.#migrated.has(account.schemaName)) return;
     const existed = await mirrorExists(database.db, account.schemaName);
     // A current schema is left as it is: every worker's first pass of every account would otherwise rewrite its
-    // comments (and take the migration lock), which a fleet of thousands pays for at each start.
+    // comments (and take the migration lock), which a fleet of thousands pays for at each start. Unless a BI view is
+    // missing (a user dropped it): migrate makes it again, as `run` does at each start (one catalog query to know).
     // A schema a newer version migrated is refused by migrate (db/migrationState.ts).
     const state = existed ? await migrationState(database.db, account.schemaName) : null;
-    if (!state || state.pending > 0 || state.newer) logViewsRestored(this.#o.logger.child({ account: account.name }), await database.migrate());
+    const current = state !== null && state.pending === 0 && !state.newer;
+    if (!current || (await missingViews(database.db, shippedViews())).length > 0) {
+      logViewsRestored(this.#o.logger.child({ account: account.name }), await database.migrate());
+    }
     const target = { schema: account.schemaName, account: account.name, channel: fleetChannels(this.#o.fleet.schema).reply };
     if (!(await replyNotifyInstalled(database.db, target))) await database.db.transaction((tx) => installReplyNotify(tx, target));
     // The views across the fleet leave out an account until its schema has the tables: rebuilt once it has them (not

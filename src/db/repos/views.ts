@@ -44,10 +44,7 @@ export interface ViewsRestored {
  * keep the mirror from starting.
  */
 export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Promise<ViewsRestored> {
-  const present = new Set(
-    (await queryRows<{ name: string }>(tx, sql`select c.relname as name from pg_class c where c.relnamespace = current_schema()::regnamespace`)).map((r) => r.name),
-  );
-  let missing = views.filter((v) => !present.has(v.name));
+  let missing = await missingViews(tx, views);
   const restored: string[] = [];
   for (;;) {
     const failed: Array<{ view: ViewDefinition; error: unknown }> = [];
@@ -66,6 +63,14 @@ export async function restoreViews(tx: Tx, views: readonly ViewDefinition[]): Pr
     }
     missing = failed.map((f) => f.view);
   }
+}
+
+/** The views of `views` that no relation of the current schema is named after: one catalog query. */
+export async function missingViews(tx: Tx, views: readonly ViewDefinition[]): Promise<ViewDefinition[]> {
+  const present = new Set(
+    (await queryRows<{ name: string }>(tx, sql`select c.relname as name from pg_class c where c.relnamespace = current_schema()::regnamespace`)).map((r) => r.name),
+  );
+  return views.filter((v) => !present.has(v.name));
 }
 
 /**
