@@ -1,11 +1,11 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config/loadConfig.ts';
+import { logViewsRestored } from '../db/repos/views.ts';
 import { ConfigError, coerceError, safeErrorMessage } from '../errors.ts';
 import { scrubSecrets, withoutControlCharacters } from '../logger.ts';
 import { VERSION } from '../version.ts';
 import { addCommandHelp } from './commandHelp.ts';
 import type { AddOptions } from './commands/accounts.ts';
-import { logViewsRestored } from '../db/repos/views.ts';
 import { commandContext, withDatabase } from './context.ts';
 import { EXIT, ExitError } from './exit.ts';
 import { explainFailure, type FailureSettings } from './explainFailure.ts';

@@ -8,10 +8,10 @@ import { systemClock, type Clock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
 import type { Db } from '../../db/connect.ts';
 import { attachmentTicketId, writeDetail } from '../../db/repos/details.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import type { Logger } from '../../logger.ts';
 import { mapDetail, UnstorableError } from '../../sync/mapping.ts';
 import { isoMicros } from '../../time.ts';
-import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 

@@ -1,9 +1,9 @@
 import { openDatabase } from '../../db/connect.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { ConfigError } from '../../errors.ts';
 import { assertRoleName, grantReader, InvalidRoleNameError } from '../../db/grantReader.ts';
 import { getAccount, refreshFleetViews } from '../../db/repos/accounts.ts';
 import { checkAccountName } from './accounts.ts';
-import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 import { withFleetDatabase } from '../fleetContext.ts';

@@ -1,5 +1,5 @@
-import { rebuildFromRaw } from '../../sync/rebuild.ts';
 import { logViewsRestored } from '../../db/repos/views.ts';
+import { rebuildFromRaw } from '../../sync/rebuild.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { ExitError } from '../exit.ts';
 

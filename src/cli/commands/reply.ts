@@ -1,10 +1,10 @@
 import { constants } from 'node:os';
 import { systemClock } from '../../clock.ts';
 import { createEngine } from '../../daemon/compose.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { ReplyNotSentError, ReplyOutcomeUnknownError } from '../../errors.ts';
 import { postReply, ReplyPostedError } from '../../outbox/postReply.ts';
 import { replyTextProblem } from '../../outbox/states.ts';
-import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { EXIT, ExitError } from '../exit.ts';
 

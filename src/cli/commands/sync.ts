@@ -1,10 +1,10 @@
 import { systemClock } from '../../clock.ts';
+import { logViewsRestored } from '../../db/repos/views.ts';
 import { ThrottledError } from '../../errors.ts';
 import { isoMicros } from '../../time.ts';
 import { createEngine } from '../../daemon/compose.ts';
 import { deliverOutbox, newClaimer } from '../../outbox/deliver.ts';
 import { EXIT, ExitError } from '../exit.ts';
-import { logViewsRestored } from '../../db/repos/views.ts';
 import { withDatabase, type CommandContext } from '../context.ts';
 import { BackfillProgress, numbersFromDatabase } from '../progress.ts';
 
