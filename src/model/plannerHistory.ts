@@ -1,7 +1,8 @@
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
 
 /**
- * What the planner (sync/planner.ts) knows of the past and of the lists, as db/repos/work.ts reads it from the database.
+ * What the planner (sync/planner.ts) knows of the past and of the lists, as db/repos/work.ts reads it from the database
+ * (the requests sent: from the budget's own samples, `requestUsage`).
  */
 
 /** Width of the activity buckets of `PlannerHistory`. */
