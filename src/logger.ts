@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
+import { BoundedLogOutput } from './logOutput.ts';
 import { knownSecrets } from './secrets.ts';
 
 export type { Logger };
@@ -54,15 +55,23 @@ export function chooseLogFormat(configured: LogFormat | undefined, stream: Pick<
 /**
  * The command line's logger: `format` picks JSON or pretty lines, written to `stream` (@default process.stderr). The
  * pretty lines are made in this process, synchronously, from the JSON line after redaction and scrubbing (so the same
- * three layers apply), and are scrubbed once more: no worker thread, nothing lost when the process exits.
+ * three layers apply), and are scrubbed once more: no worker thread. A stream that queues (a pipe) is written through a
+ * BoundedLogOutput, so a reader that stops reading never stops the process.
  */
 export function createCliLogger(level: LogLevel, format: LogFormat, stream: LogStream = process.stderr): Logger {
-  if (format === 'json') return createLogger(level, stream === process.stderr ? undefined : { write: (line) => void stream.write(line) });
-  return createLogger(level, prettyDestination(stream, { colors: stream.hasColors?.() ?? false, stacks: level === 'debug' || level === 'trace' }));
+  const output = isQueueing(stream) ? new BoundedLogOutput(stream) : stream;
+  const logger =
+    format === 'json'
+      ? createLogger(level, { write: (line) => void output.write(line) })
+      : createLogger(level, prettyDestination(output, { colors: stream.hasColors?.() ?? false, stacks: level === 'debug' || level === 'trace' }));
+  if (output instanceof BoundedLogOutput) reportDrops(output, logger);
+  return logger;
 }
 
+/** A logger on `destination`, or else JSON lines on stderr through a BoundedLogOutput. */
 export function createLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {
-  return pino(
+  const output = destination ?? new BoundedLogOutput(process.stderr);
+  const logger = pino(
     {
       level,
       base: { name: 'ticket-mirror' },
@@ -71,8 +80,20 @@ export function createLogger(level: LogLevel, destination?: pino.DestinationStre
       hooks: { streamWrite: scrubSecrets },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ dest: 2, sync: true }),
+    output,
   );
+  if (output instanceof BoundedLogOutput) reportDrops(output, logger);
+  return logger;
+}
+
+function isQueueing(stream: LogStream): stream is LogStream & ConstructorParameters<typeof BoundedLogOutput>[0] {
+  const s = stream as Partial<ConstructorParameters<typeof BoundedLogOutput>[0]>;
+  return typeof s.writableLength === 'number' && typeof s.once === 'function';
+}
+
+function reportDrops(output: BoundedLogOutput, logger: Logger): void {
+  output.onResumed = (dropped) =>
+    logger.warn({ dropped }, `standard error was not read for a while: ${dropped} log line${dropped === 1 ? ' was' : 's were'} dropped`);
 }
 
 function censor(value: unknown, path: string[]): unknown {
