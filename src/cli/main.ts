@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
 import { createLogger, type Logger, type LogLevel } from '../logger.ts';
+import { exitWhenLogStalls } from './exitWhenLogStalls.ts';
 import { holdSignals, releaseHeldSignals } from './heldSignals.ts';
 import { installProcessGuards } from './processGuards.ts';
 import { buildProgram, commandLine, reportFailure } from './program.ts';
@@ -35,3 +36,4 @@ function guardLogger(level: string | undefined): Logger {
 holdSignals();
 installProcessGuards(guardLogger(process.env.LOG_LEVEL));
 await main(process.argv);
+exitWhenLogStalls();
