@@ -68,6 +68,24 @@ describe('a log whose reader has stopped reading', { timeout: 120_000 }, () => {
     expect(entries.map((e) => e.i)).toEqual([...Array(entries.length).keys()]);
   });
 
+  it('pretty lines (LOG_FORMAT=pretty on a pipe) are bounded the same way', async () => {
+    const { cat, wake } = stoppedReader(join(folder, 'pretty.log'));
+    const logger = createCliLogger('info', 'pretty', cat.stdin);
+    const total = 3_000;
+    for (let i = 0; i < total; i++) logger.info({ i, filler: 'x'.repeat(1_000) }, 'a line');
+    expect(cat.stdin.writableLength).toBeLessThan(PENDING_LOG_LIMIT + 2_000);
+    const drained = new Promise((done) => cat.stdin.once('drain', done));
+    cat.kill('SIGCONT');
+    await drained;
+    const lines = (await wake()).split('\n').filter((line) => line !== '');
+    const report = lines.pop()!;
+    const dropped = Number(/(\d+) log lines were dropped/.exec(report)?.[1]);
+    expect(report).toContain('WARN');
+    expect(lines.length + dropped).toBe(total);
+    // Whole lines, in order: the ones dropped are the last.
+    expect(lines.map((line) => Number(/ i=(\d+) /.exec(line)?.[1]))).toEqual([...Array(lines.length).keys()]);
+  });
+
   describe.runIf(postgresUrl)('the daemon', () => {
     let database: TestDatabase;
     beforeAll(async () => {
