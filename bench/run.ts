@@ -53,12 +53,15 @@ const { values: opts } = parseArgs({
   },
 });
 
+/** How results.json writes an hour of the lag series whose changes were never seen (see jsonSafe). */
+const NEVER = 'never';
+
 const outDir = opts.out ?? (opts.quick || opts.correlated ? join(HERE, 'tmp') : HERE);
 const runsDir = opts.runs ?? join(HERE, 'tmp');
 
 if (opts.render) {
-  const saved = JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as BenchFile;
-  publish(saved, outDir, saved.mode === 'full' && !opts.out);
+  const saved = JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8'), reviveHourly) as BenchFile;
+  publish(saved, outDir, saved.mode === 'full' && !opts.out, saved.workloads.map((r) => r.name));
   process.exit(0);
 }
 
@@ -90,7 +93,7 @@ const file: BenchFile = {
   wallSeconds: (performance.now() - started) / 1000,
 };
 file.localCostTargets = localCostTargets(file.localCost);
-publish(file, outDir, !opts.quick && !opts.correlated && !opts.out);
+publish(file, outDir, !opts.quick && !opts.correlated && !opts.out, results.map((r) => r.name));
 
 async function benchWorkload(workload: Workload): Promise<WorkloadResult> {
   // A quick run compares with the baselines on the standard workload only: the others are a smoke test of ticket-mirror.
@@ -128,14 +131,18 @@ async function benchWorkload(workload: Workload): Promise<WorkloadResult> {
   };
 }
 
-/** Prints the report; writes results.json and one lag chart per workload to `dir`, and the READMEs' results sections when asked. */
-function publish(f: BenchFile, dir: string, readme: boolean): void {
+/**
+ * Prints the report; writes results.json, the lag charts of the workloads named in `charts` (those measured now: a
+ * chart drawn from an entry written before hours that never saw a change were told apart from hours whose changes
+ * were never seen would lose the latter) to `dir`, and the READMEs' results sections when asked.
+ */
+function publish(f: BenchFile, dir: string, readme: boolean, charts: readonly string[]): void {
   const report = renderReport(f);
   process.stdout.write(`\n${report}\n`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'results.json'), `${JSON.stringify(f, jsonSafe, 2)}\n`);
   // A run of the local cost alone leaves the charts as they are (they draw the workloads, which it did not run).
-  for (const r of opts['cost-only'] ? [] : f.workloads) {
+  for (const r of f.workloads.filter((w) => charts.includes(w.name))) {
     const tmRun = r.strategies.find((x) => x.strategy === 'ticket-mirror');
     writeFileSync(
       join(dir, chartName(r.name)),
@@ -175,7 +182,7 @@ async function runStrategy(workload: Workload, name: StrategyName): Promise<Virt
 
 function readPrevious(path: string, mode: BenchFile['mode']): BenchFile | null {
   if (!existsSync(path)) return null;
-  const f = JSON.parse(readFileSync(path, 'utf8')) as Partial<BenchFile>;
+  const f = JSON.parse(readFileSync(path, 'utf8'), reviveHourly) as Partial<BenchFile>;
   // A file of the former layout (one workload, no `workloads`) or of the other mode is not merged with.
   return Array.isArray(f.workloads) && f.mode === mode ? (f as BenchFile) : null;
 }
@@ -250,8 +257,22 @@ function updateReadme(path: string, report: string): void {
 }
 
 /** JSON has no Infinity: an unreflected lag is written as null (and so read as "never"). */
-function jsonSafe(_key: string, value: unknown): unknown {
+/**
+ * JSON has no Infinity: a number that is not finite is written null. In the hourly series, though, null is an hour
+ * without a change and Infinity one whose changes were never seen (the chart draws it at the top): there it is written
+ * "never", and `reviveHourly` reads it back.
+ */
+function jsonSafe(key: string, value: unknown): unknown {
+  if (key === 'hourly') return mapHourly(value as StrategySummary['hourly'], (v) => (v === Infinity ? NEVER : v));
   return typeof value === 'number' && !Number.isFinite(value) ? null : value;
+}
+
+function reviveHourly(key: string, value: unknown): unknown {
+  return key === 'hourly' ? mapHourly(value as StrategySummary['hourly'], (v) => (v === NEVER ? Infinity : v)) : value;
+}
+
+function mapHourly(h: StrategySummary['hourly'], f: (v: unknown) => unknown): unknown {
+  return { listP95: h.listP95.map(f), detailP50: h.detailP50.map(f) };
 }
 
 function log(line: string): void {
