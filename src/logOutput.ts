@@ -36,24 +36,30 @@ export class BoundedLogOutput {
   /** Hears how many lines were dropped, once the stream has room again; set after the logger exists. */
   onResumed: (dropped: number) => void = () => {};
 
+  /** Set once the stream failed (EPIPE: the reader is gone): nothing more is written. */
+  #broken = false;
+
   /** @param limit bytes queued beyond which lines are dropped; at least the stream's highWaterMark, so 'drain' comes. */
   constructor(
-    readonly stream: Pick<Writable, 'write' | 'writableLength' | 'once'>,
+    readonly stream: Pick<Writable, 'write' | 'writableLength' | 'once' | 'on'>,
     readonly limit: number = PENDING_LOG_LIMIT,
-  ) {}
+  ) {
+    // A reader that went away (a log shipper restarted, `| head`) fails the next write with EPIPE, which unheard was an
+    // uncaught exception: the daemon exited 1 over its log. As with a reader that stops reading, it carries on unlogged
+    // (as systemd runs a service, with SIGPIPE ignored).
+    stream.on('error', () => {
+      this.#broken = true;
+    });
+  }
 
   write(line: string): void {
+    if (this.#broken) return;
     if (this.stream.writableLength < this.limit) {
       (this.stream as { _handle?: NodeStreamHandle })._handle?.setBlocking?.(false);
       this.stream.write(line);
       return;
     }
     if (this.#dropped++ === 0) this.stream.once('drain', () => this.#resumed());
-  }
-
-  /** Lines dropped since the stream last had room. */
-  get dropped(): number {
-    return this.#dropped;
   }
 
   #resumed(): void {

@@ -88,7 +88,7 @@ export function createLogger(level: LogLevel, destination?: pino.DestinationStre
 
 function isQueueing(stream: LogStream): stream is LogStream & ConstructorParameters<typeof BoundedLogOutput>[0] {
   const s = stream as Partial<ConstructorParameters<typeof BoundedLogOutput>[0]>;
-  return typeof s.writableLength === 'number' && typeof s.once === 'function';
+  return typeof s.writableLength === 'number' && typeof s.once === 'function' && typeof s.on === 'function';
 }
 
 function reportDrops(output: BoundedLogOutput, logger: Logger): void {

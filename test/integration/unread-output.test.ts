@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createCliLogger } from '../../src/logger.ts';
 import { PENDING_LOG_LIMIT } from '../../src/logOutput.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -83,6 +83,22 @@ describe('a log whose reader has stopped reading', { timeout: 120_000 }, () => {
     expect(report).toMatch(/WARN.*standard error was not read for a while: \d+ log lines were dropped/);
     expect(lines.length + Number(/(\d+) log lines/.exec(report)![1])).toBe(TOTAL);
     expect(lines.map((line) => Number(/ i=(\d+) /.exec(line)?.[1]))).toEqual([...Array(lines.length).keys()]);
+  });
+
+  it('a reader that went away (EPIPE) is no uncaught error: the lines after it are dropped', async () => {
+    // A reader that closes its end and says so (one that exits would have Node destroy the stream first).
+    const gone = spawn('sh', ['-c', 'exec 0<&-; echo closed; exec sleep 60'], { stdio: ['pipe', 'pipe', 'ignore'] });
+    onTestFinished(() => void gone.kill('SIGKILL'));
+    await new Promise((done) => gone.stdout.once('data', done));
+    const logger = createCliLogger('info', 'json', gone.stdin);
+    // No 'error' listener here: the logger's must be the one that hears EPIPE. Before, nobody did, and it was an
+    // uncaught exception (vitest fails the run on it). The stream closes after its error.
+    const closed = new Promise((done) => gone.stdin.once('close', done));
+    for (let i = 0; i < 100; i++) logger.info({ i }, 'a line');
+    await closed;
+    expect(gone.stdin.errored).toMatchObject({ code: 'EPIPE' });
+    for (let i = 0; i < 100; i++) logger.info({ i }, 'a line after');
+    expect(gone.stdin.writableLength).toBe(0);
   });
 
   describe.runIf(postgresUrl)('the daemon', () => {
