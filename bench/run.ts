@@ -132,16 +132,15 @@ async function benchWorkload(workload: Workload): Promise<WorkloadResult> {
 }
 
 /**
- * Prints the report; writes results.json, the lag charts of the workloads named in `charts` (those measured now: a
- * chart drawn from an entry written before hours that never saw a change were told apart from hours whose changes
- * were never seen would lose the latter) to `dir`, and the READMEs' results sections when asked.
+ * Prints the report; writes results.json and the lag charts of the workloads named in `charts` (those measured now;
+ * see jsonSafe for why not the others) to `dir`, and the READMEs' results sections when asked.
  */
 function publish(f: BenchFile, dir: string, readme: boolean, charts: readonly string[]): void {
   const report = renderReport(f);
   process.stdout.write(`\n${report}\n`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'results.json'), `${JSON.stringify(f, jsonSafe, 2)}\n`);
-  // A run of the local cost alone leaves the charts as they are (they draw the workloads, which it did not run).
+  // The others' charts are left as they are: a run of the local cost alone draws none.
   for (const r of f.workloads.filter((w) => charts.includes(w.name))) {
     const tmRun = r.strategies.find((x) => x.strategy === 'ticket-mirror');
     writeFileSync(
@@ -256,7 +255,6 @@ function updateReadme(path: string, report: string): void {
   writeFileSync(path, text.slice(0, i) + section + text.slice(j + end.length));
 }
 
-/** JSON has no Infinity: an unreflected lag is written as null (and so read as "never"). */
 /**
  * JSON has no Infinity: a number that is not finite is written null. In the hourly series, though, null is an hour
  * without a change and Infinity one whose changes were never seen (the chart draws it at the top): there it is written
