@@ -40,6 +40,8 @@ export interface PlannerHistory {
   freeing: number[];
   /** Requests sent in the current clock hour. */
   sentThisHour: number;
+  /** Of those, background's (backfill and revalidation): what the pace of revalidation counts. */
+  backgroundThisHour: number;
   /** When the oldest request in the window leaves it (epoch ms), or null. */
   nextExpiryAt: number | null;
   /** The earliest per-ticket retry back-off that ends after now (epoch ms), or null. */
@@ -54,6 +56,7 @@ export function emptyHistory(): PlannerHistory {
     pollsLastDay: 0,
     freeing: new Array<number>(HOURS_AHEAD).fill(0),
     sentThisHour: 0,
+    backgroundThisHour: 0,
     nextExpiryAt: null,
     nextRetryAt: null,
   };
@@ -62,12 +65,17 @@ export function emptyHistory(): PlannerHistory {
 /**
  * The requests in the rolling window as the planner counts them (`freeing`, `sentThisHour`, `nextExpiryAt`), from the
  * instants they were sent: the very requests the budget counts (sync/gate.ts, those in flight included; `status` reads
- * them from the ledger, db/repos/ledger.ts), so that the plan and the budget never disagree on what was spent. An
+ * them from the ledger, db/repos/ledger.ts), so that the plan and the budget never disagree on what was spent; and
+ * `backgroundThisHour` from those of them that were background (`backgroundAt`, a subset of `sentAt`). An
  * instant outside (now − 24 h, now] is not counted. (Counted in SQL before, this was the largest part of the
  * database's work on a large budget, 39 of 104 s in a quick `abundant` bench run: every plan grouped the whole day of
  * `api_requests` by hour.)
  */
-export function requestUsage(sentAt: Iterable<number>, now: number): Pick<PlannerHistory, 'freeing' | 'sentThisHour' | 'nextExpiryAt'> {
+export function requestUsage(
+  sentAt: Iterable<number>,
+  now: number,
+  backgroundAt: Iterable<number> = [],
+): Pick<PlannerHistory, 'freeing' | 'sentThisHour' | 'backgroundThisHour' | 'nextExpiryAt'> {
   const hourNow = Math.floor(now / HOUR_MS);
   const freeing = new Array<number>(HOURS_AHEAD).fill(0);
   let sentThisHour = 0;
@@ -80,6 +88,8 @@ export function requestUsage(sentAt: Iterable<number>, now: number): Pick<Planne
     freeing[Math.min(HOURS_AHEAD - 1, Math.max(0, hour + DAY_MS / HOUR_MS - hourNow))]!++;
     oldest = Math.min(oldest, at);
   }
+  let backgroundThisHour = 0;
+  for (const at of backgroundAt) if (at <= now && Math.floor(at / HOUR_MS) === hourNow) backgroundThisHour++;
   // Sent at `oldest`, it no longer counts from `oldest + 24 h` on (the budget's rolling window).
-  return { freeing, sentThisHour, nextExpiryAt: oldest === Infinity ? null : oldest + DAY_MS };
+  return { freeing, sentThisHour, backgroundThisHour, nextExpiryAt: oldest === Infinity ? null : oldest + DAY_MS };
 }

@@ -192,7 +192,7 @@ export class SyncEngine {
   async plan(now = this.#o.clock.now()): Promise<Plan> {
     await this.init();
     const { db } = this.#o;
-    const [lists, counts, history] = await Promise.all([listStates(db, now), countWork(db, now), plannerHistory(db, now, this.gate.sentAt())]);
+    const [lists, counts, history] = await Promise.all([listStates(db, now), countWork(db, now), plannerHistory(db, now, this.gate.sentAt(), this.gate.backgroundSentAt())]);
     for (const [list, at] of this.#listFailedAt) {
       if (at > (lists[list].lastPolledAt ?? -Infinity)) lists[list] = { lastPolledAt: at };
     }

@@ -58,6 +58,8 @@ export class BudgetGate implements RequestGate {
   readonly #queue: PQueue;
   /** Requests admitted whose ledger entry has not arrived yet: they count already. */
   #inFlight: number[] = [];
+  /** The same, of background requests (backfill, revalidation). */
+  #backgroundInFlight: number[] = [];
   /** The replies among them. */
   #repliesInFlight = 0;
   /** Server-side back-off after a 429: no request before this instant. */
@@ -91,6 +93,11 @@ export class BudgetGate implements RequestGate {
     return [...this.#samples.map((s) => s.at), ...this.#inFlight];
   }
 
+  /** Of those, the background requests (backfill, revalidation): the pace of revalidation counts them (see requestUsage). */
+  backgroundSentAt(): number[] {
+    return [...this.#samples.filter((s) => isBackground(s.kind)).map((s) => s.at), ...this.#backgroundInFlight];
+  }
+
   /** Until when the service's 429 holds every request back, or null when none does now. */
   throttledUntil(now = this.#clock.now()): number | null {
     return this.#blockedUntil > now ? this.#blockedUntil : null;
@@ -114,6 +121,8 @@ export class BudgetGate implements RequestGate {
         }
         if (kind === 'reply') this.#checkReplyShare(now, budget.dailyAllowed);
         this.#inFlight.push(now);
+        const background = isBackground(kind);
+        if (background) this.#backgroundInFlight.push(now);
         if (kind === 'reply') this.#repliesInFlight++;
         try {
           const result = await send();
@@ -129,6 +138,8 @@ export class BudgetGate implements RequestGate {
         } finally {
           const i = this.#inFlight.indexOf(now);
           if (i >= 0) this.#inFlight.splice(i, 1);
+          const j = background ? this.#backgroundInFlight.indexOf(now) : -1;
+          if (j >= 0) this.#backgroundInFlight.splice(j, 1);
           if (kind === 'reply') this.#repliesInFlight--;
         }
       },
@@ -207,4 +218,8 @@ export class BudgetGate implements RequestGate {
   clear(): void {
     this.#queue.clear();
   }
+}
+
+function isBackground(kind: string | null | undefined): boolean {
+  return kind === 'backfill' || kind === 'revalidate';
 }

@@ -266,14 +266,16 @@ export function planPass(input: PlannerInput): Plan {
   // background keeps full it would otherwise wait for the next slot to free.
   const dueReserve = Math.ceil((fullHour[0]?.details ?? 0) * keep) + 1;
   const unpaced = Math.min(room, headroom(dailyLeft, input.history.freeing, liveDemand, sweepCost) - dueReserve, hourCap);
-  // After the backfill and the first day, background is revalidation, and it is paced with the activity (`paced`);
-  // `spare` is what background may take now beyond every reservation of the next 24 h, as if the hour had sent nothing.
-  const spare = Math.max(0, unpaced + input.history.sentThisHour + pollsNow);
+  // After the backfill and the first day, background is revalidation, and it is paced with the activity (`paced`),
+  // counting its own requests of the hour; `spare` is what background may take now beyond every reservation of the next
+  // 24 h, as if the hour had re-read nothing.
+  const backgroundSent = input.history.backgroundThisHour;
+  const spare = Math.max(0, unpaced + backgroundSent);
   const pace =
     !backfilling && hourlyShare(input.history, now) === POLICY.maxHourlyShare
       ? paced(now, A, input.openCount ?? 0, input.oldestOpenDetailAt ?? null, fullHour, schedule, spare)
       : null;
-  const paceCap = pace === null ? Infinity : pace.spendBy(now) - input.history.sentThisHour - pollsNow;
+  const paceCap = pace === null ? Infinity : pace.spendBy(now) - backgroundSent;
   const backgroundMay = Math.floor(Math.max(0, Math.min(unpaced, paceCap)));
   // Only the pace holds background back: an idle plan wakes when it lets the next request go.
   const paceBinds = pace !== null && unpaced >= 1 && paceCap < 1;
@@ -322,7 +324,7 @@ export function planPass(input: PlannerInput): Plan {
       pollBudget: Math.round(pollBudget),
     },
     wakeAt: idle
-      ? wakeAt(input, every, revalidateMinAgeMs, revalidatable && paceBinds ? pace.slotAt(input.history.sentThisHour + pollsNow + 1) : null, [
+      ? wakeAt(input, every, revalidateMinAgeMs, revalidatable && paceBinds ? pace.slotAt(backgroundSent + 1) : null, [
           unstretched.forecastStepAt(now, nextSweepAt(input, plannedMinutes)),
           schedule.forecastStepAt(now, nextSweepAt(input, sweepMinutes)),
         ])
@@ -615,7 +617,13 @@ function sweepSchedule(
  * last read, about a round earlier: its worth is the mean rate λ̄(h) over the round ending at h (the past hours as
  * observed, the coming ones as forecast). Under Σ r = A − L the lag of those changes is least at r(h) ∝ √λ̄(h) (the
  * square-root law, as for the sweeps), so the current hour's share of what live work leaves is √λ̄(0) / Σ_k √λ̄(k), and
- * the hour spends its live forecast plus that share, evenly within it.
+ * the hour's re-reads (its background requests, counted apart from its polls and details) spend that share, evenly
+ * within it. Counting the hour's live work against the same target (its forecast plus the share, as until the 23rd
+ * session) handed background every slot live work left under its forecast, which the probes do every working hour:
+ * the mornings re-read twice their share, the window ran dry by the afternoon, and the afternoons — whose slots free
+ * only when the same hours of the day before spent them — re-read next to nothing (on `small`, 5–8 an hour from 3 to
+ * 6 pm against 30–40 in the morning, and the detail-only changes made then waited 2–4 h). Slots live work leaves now
+ * stay in the window for the hours after.
  *
  * With a short round (a large allowance, few open tickets) λ̄ is the hour's own rate, and re-reads follow the working
  * hours: a greedy background instead spent whatever slots freed, and nights and weekends, where the sweeps are sparse,
@@ -660,14 +668,14 @@ function paced(
   const floor = Math.min(1, round / HOURS_AHEAD) / HOURS_AHEAD;
   // Spare slots left idle are re-read when a round of the open tickets takes a day or more (see above).
   const idle = round >= HOURS_AHEAD ? spare / HOURS_AHEAD : 0;
-  const target = fullHour[0]!.polls + fullHour[0]!.details + Math.max(0, A - live) * Math.max(weights[0]! / total, floor) + idle;
+  const target = Math.max(0, A - live) * Math.max(weights[0]! / total, floor) + idle;
   return {
     /**
-     * Requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass, not one per
+     * Background requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass, not one per
      * request: with a large allowance a pass per request would cost more locally than it buys), at least one.
      */
     spendBy: (t) => Math.max(1, Math.ceil((target * (Math.floor((t - hourStart) / MINUTE_MS) + 1)) / 60)),
-    /** When the hour may have sent n: the start of the minute whose share reaches it. */
+    /** When the hour's background may have sent n: the start of the minute whose share reaches it. */
     slotAt: (n) => hourStart + Math.max(0, Math.floor((60 * (n - 1)) / Math.max(1e-9, target))) * MINUTE_MS,
   };
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { LIST_NAMES } from '../../src/api/endpoints.ts';
+import { LIST_NAMES, type RequestKind } from '../../src/api/endpoints.ts';
+import { ManualClock } from '../../src/clock.ts';
 import { queryRows, sql, type Db } from '../../src/db/connect.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import {
@@ -14,6 +15,7 @@ import {
 } from '../../src/db/repos/work.ts';
 import { neutralMultipliers } from '../../src/model/revalidation.ts';
 import { BUCKET_MS, type PlannerHistory } from '../../src/model/plannerHistory.ts';
+import { BudgetGate } from '../../src/sync/gate.ts';
 import { isoMicros } from '../../src/time.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 
@@ -65,17 +67,18 @@ async function insertTickets(db: Db, specs: readonly TicketSpec[]): Promise<void
   }
 }
 
-async function insertRequests(db: Db, sentAt: readonly number[]): Promise<void> {
+async function insertRequests(db: Db, sentAt: readonly number[], kind: RequestKind = 'list_open'): Promise<void> {
   for (const at of sentAt) {
     await db.execute(sql`
-      insert into api_requests (at, method, path, status, kind) values (${isoMicros(at)}::timestamptz, 'GET', '/api/v1/tickets', 200, 'list_open')`);
+      insert into api_requests (at, method, path, status, kind) values (${isoMicros(at)}::timestamptz, 'GET', '/api/v1/tickets', 200, ${kind})`);
   }
 }
 
-/** The planner's history at `now`, its requests as the budget (and `status`) reads them from the ledger. */
+/** The planner's history at `now`, its requests as the budget reads them from the ledger (as the engine does). */
 async function history(db: Db, now = NOW): Promise<PlannerHistory> {
-  const sent = await loadSamples(db, now - DAY, { minute: 60, daily: 1440 });
-  return plannerHistory(db, now, sent.map((s) => s.at));
+  const samples = await loadSamples(db, now - DAY, { minute: 60, daily: 1440 });
+  const gate = new BudgetGate({ limits: { daily: 1440, minute: 60, reserve: 0.1 }, clock: new ManualClock(now), realTimeInterval: false, samples });
+  return plannerHistory(db, now, gate.sentAt(), gate.backgroundSentAt());
 }
 
 async function insertPolls(db: Db, polls: ReadonlyArray<{ list: string; at: number; changes: number }>): Promise<void> {
@@ -463,6 +466,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         pollsLastDay: 0,
         freeing: new Array<number>(24).fill(0),
         sentThisHour: 0,
+        backgroundThisHour: 0,
         nextExpiryAt: null,
         nextRetryAt: null,
       });
@@ -507,6 +511,18 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect(h.sentThisHour).toBe(4);
       // At 13:00 the clock hour turns: what 12:xx sent no longer counts.
       expect((await history(db, jan(5, 13, 0))).sentThisHour).toBe(1);
+    });
+
+    it('counts in backgroundThisHour the current clock hour\'s backfill and revalidation, as the ledger keeps them', async () => {
+      // The pace of revalidation counts these alone (a restarted daemon reads them back from the ledger).
+      await insertRequests(db, [jan(5, 11, 59), jan(5, 12, 1), jan(5, 12, 2)], 'revalidate');
+      await insertRequests(db, [jan(5, 12, 3)], 'backfill');
+      await insertRequests(db, [jan(5, 12, 4)], 'detail');
+      await insertRequests(db, [jan(5, 12, 5), jan(5, 12, 6)]);
+      const h = await history(db);
+      expect(h.sentThisHour).toBe(6);
+      expect(h.backgroundThisHour).toBe(3);
+      expect((await history(db, jan(5, 13, 0))).backgroundThisHour).toBe(0);
     });
 
     for (const { label, at, k } of CHANGES_CASES) {

@@ -44,12 +44,44 @@ describe('BudgetGate.sentAt: the requests the planner counts are those the budge
     await new Promise((resolve) => setImmediate(resolve));
     expect(gate.sentAt().sort()).toEqual([T0 - 23 * HOUR, T0]);
     // In flight, it is spent already: in the current hour, freeing in the last.
-    expect(requestUsage(gate.sentAt(), T0 + 1)).toEqual({ freeing: spikes([[1, 1], [23, 1]]), sentThisHour: 1, nextExpiryAt: T0 + HOUR });
+    expect(requestUsage(gate.sentAt(), T0 + 1)).toEqual({ freeing: spikes([[1, 1], [23, 1]]), sentThisHour: 1, backgroundThisHour: 0, nextExpiryAt: T0 + HOUR });
     gate.note({ at: T0, method: 'GET', path: '/x', status: 200, durationMs: 5, kind: 'detail', ratelimitRemaining: 50, ratelimitLimit: 60 });
     finish();
     await sending;
     expect(gate.sentAt()).toEqual([T0 - 23 * HOUR, T0]);
     // 24 h on, the older one has left the window, and the planner no longer counts it either.
-    expect(requestUsage(gate.sentAt(), T0 + HOUR + 1)).toEqual({ freeing: spikes([[23, 1]]), sentThisHour: 0, nextExpiryAt: T0 + 24 * HOUR });
+    expect(requestUsage(gate.sentAt(), T0 + HOUR + 1)).toEqual({ freeing: spikes([[23, 1]]), sentThisHour: 0, backgroundThisHour: 0, nextExpiryAt: T0 + 24 * HOUR });
+  });
+});
+
+describe('BudgetGate.backgroundSentAt: the pace of revalidation counts background\'s own requests', () => {
+  it.each([
+    { kind: 'revalidate', background: true },
+    { kind: 'backfill', background: true },
+    { kind: 'detail', background: false },
+    { kind: 'list_open', background: false },
+    { kind: 'reply', background: false },
+  ] as const)('a $kind request, in flight and once noted: background $background', async ({ kind, background }) => {
+    const clock = new ManualClock(T0);
+    const samples = [
+      { at: T0 - 2 * HOUR, remaining: null, limit: null, kind: 'revalidate' },
+      { at: T0 - HOUR, remaining: null, limit: null, kind: 'list_open' },
+      // A ledger row without a kind (written before kinds were kept) is not background.
+      { at: T0 - HOUR + 1, remaining: null, limit: null, kind: null },
+    ];
+    const gate = new BudgetGate({ limits, clock, realTimeInterval: false, samples });
+    clock.set(T0 + 1);
+    let finish!: () => void;
+    const sending = gate.run(kind, () => new Promise<void>((resolve) => (finish = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    const expected = background ? [T0 - 2 * HOUR, T0 + 1] : [T0 - 2 * HOUR];
+    expect(gate.backgroundSentAt()).toEqual(expected);
+    expect(requestUsage(gate.sentAt(), T0 + 2, gate.backgroundSentAt())).toMatchObject({ sentThisHour: 1, backgroundThisHour: background ? 1 : 0 });
+    gate.note({ at: T0 + 1, method: 'GET', path: '/x', status: 200, durationMs: 5, kind, ratelimitRemaining: 50, ratelimitLimit: 60 });
+    finish();
+    await sending;
+    expect(gate.backgroundSentAt()).toEqual(expected);
+    // An hour on, the request is no longer the current hour's.
+    expect(requestUsage(gate.sentAt(), T0 + HOUR, gate.backgroundSentAt()).backgroundThisHour).toBe(0);
   });
 });

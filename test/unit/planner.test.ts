@@ -361,6 +361,7 @@ function closedLoop(days: number) {
   const start = T0 - 12 * HOUR; // midnight
   const requests: number[] = [];
   const polls: number[] = [];
+  const background: number[] = [];
   const changes = new Map<number, number>();
   let firstPollAt: number | null = null;
   const last: Partial<Record<ListName, number>> = {};
@@ -378,6 +379,7 @@ function closedLoop(days: number) {
       pollsLastDay: polls.filter((t) => Math.floor(t / BUCKET_MS) > bucketNow - 48).length,
       freeing,
       sentThisHour: inWindow.filter((t) => Math.floor(t / HOUR) === hourNow).length,
+      backgroundThisHour: background.filter((t) => Math.floor(t / HOUR) === hourNow).length,
       nextExpiryAt: inWindow.length > 0 ? inWindow[0]! + DAY_MS : null,
       nextRetryAt: null,
     };
@@ -393,6 +395,7 @@ function closedLoop(days: number) {
     const polled = [...plan.polls, ...plan.followUp];
     const n = polled.length + plan.due + plan.backfill + plan.revalidate;
     for (let i = 0; i < n; i++) requests.push(now + i);
+    for (let i = n - plan.backfill - plan.revalidate; i < n; i++) background.push(now + i);
     for (const l of polled) {
       polls.push(now);
       last[l] = now;
@@ -461,6 +464,7 @@ function rhythmLoop(days: number, busy: number, { open = 500, quietFrom = Infini
       pollsLastDay: polls.filter((t) => Math.floor(t / BUCKET_MS) > bucketNow - 48).length,
       freeing,
       sentThisHour: inWindow.filter((t) => Math.floor(t / HOUR) === hourNow).length,
+      backgroundThisHour: revalidations.filter((t) => Math.floor(t / HOUR) === hourNow).length,
       nextExpiryAt: inWindow.length > 0 ? inWindow[0]! + DAY_MS : null,
       nextRetryAt: null,
     };
@@ -541,6 +545,36 @@ describe('planPass: revalidation follows the changes a re-read can find (the mea
     const ratio = dayRatio(start, revalidations);
     expect(ratio).toBeGreaterThanOrEqual(atLeast);
     expect(ratio).toBeLessThanOrEqual(atMost);
+  });
+
+  it('re-reads go on through the working day\'s afternoon: its last four hours get at least half the first four\'s an hour', () => {
+    // A round of 20 open tickets takes under an hour, so every working hour has about the same share. The pace counts
+    // background's own requests: it counted the hour's polls and details too, so the mornings took for re-reads the
+    // slots their probes left under the sweeps' forecast, the window ran dry by the afternoon, and the afternoons
+    // (whose slots free only when the same hours of the day before spent them) re-read next to nothing — 6.25 an hour
+    // against the mornings' 35.75 on the second day, where the changes come all day long.
+    const { start, revalidations } = rhythmLoop(3, 1, { open: 20 });
+    const perHour = (fromHour: number, hours: number) =>
+      revalidations.filter((t) => t >= start + DAY_MS + fromHour * HOUR && t < start + DAY_MS + (fromHour + hours) * HOUR).length / hours;
+    expect(perHour(14, 4)).toBeGreaterThanOrEqual(0.5 * perHour(8, 4));
+  });
+
+  it.each([
+    { label: 'nothing sent yet', sentThisHour: 0, backgroundThisHour: 0, fewer: 0 },
+    { label: '40 polls and details sent', sentThisHour: 40, backgroundThisHour: 0, fewer: 0 },
+    { label: '40 sent, 10 of them re-reads', sentThisHour: 40, backgroundThisHour: 10, fewer: 10 },
+  ])('the hour\'s pace counts its re-reads, not its live work: $label', ({ sentThisHour, backgroundThisHour, fewer }) => {
+    // 14:50 on a working day with a week of history, an empty window: only the pace holds background back. Live work
+    // below its forecast leaves its slots in the window for the hours after, not to the hour's re-reads.
+    const now = T0 + 2 * HOUR + 50 * MIN;
+    const bucketNow = Math.floor(now / BUCKET_MS);
+    const hourOf = (k: number) => new Date((bucketNow - k) * BUCKET_MS).getUTCHours();
+    const rhythm = { changes: Array.from({ length: HISTORY_BUCKETS }, (_, k) => (hourOf(k) >= 8 && hourOf(k) < 18 ? 4 : 0)) };
+    const plan = (over: Partial<PlannerHistory>) =>
+      planPass(input({ now, openCount: 20, lists: lists(now - 10_000), history: history({ ...rhythm, ...over }), oldestDetailAt: now - DAY_MS, oldestOpenDetailAt: now - HOUR }));
+    const none = plan({}).revalidate;
+    expect(none).toBeGreaterThan(fewer);
+    expect(plan({ sentThisHour, backgroundThisHour }).revalidate).toBe(none - fewer);
   });
 
   it.each([
@@ -695,6 +729,8 @@ describe('planPass: an idle plan stays idle until its wakeAt', () => {
       pollsLastDay: rng.int(0, 600),
       freeing,
       sentThisHour: requests.filter((t) => Math.floor(t / HOUR) === hourNow).length,
+      // Some of them background's: the pace counts those alone.
+      backgroundThisHour: rng.int(0, requests.filter((t) => Math.floor(t / HOUR) === hourNow).length),
       nextExpiryAt: requests.length > 0 ? requests[0]! + DAY_MS : null,
       nextRetryAt: null,
     };
@@ -737,3 +773,4 @@ describe('planPass: an idle plan stays idle until its wakeAt', () => {
     expect(idlePlans).toBeGreaterThan(10);
   });
 });
+

@@ -250,7 +250,7 @@ export async function listStates(tx: Tx, now: number): Promise<Record<ListName, 
  * budget's own samples, not a query); list changes per clock half hour of the last eight days (the activity the sweeps
  * follow); and the earliest per-ticket retry. See PlannerHistory.
  */
-export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<number>): Promise<PlannerHistory> {
+export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<number>, backgroundAt: Iterable<number> = []): Promise<PlannerHistory> {
   const bucketNow = Math.floor(now / BUCKET_MS);
   const [retry, activity] = await Promise.all([
     queryRows<{ retry_ms: string | null }>(
@@ -289,7 +289,7 @@ export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<numbe
     changes,
     firstPollAt,
     pollsLastDay,
-    ...requestUsage(sentAt, now),
+    ...requestUsage(sentAt, now, backgroundAt),
     nextRetryAt: retryMs === null ? null : Number(retryMs),
   };
 }
