@@ -28,3 +28,8 @@ export function pathSegment(value: string): string {
  * never-fetched ticket; `revalidate` re-reads a detail for changes lists cannot show; `lookup` serves a command.
  */
 export type RequestKind = `list_${ListName}` | 'detail' | 'backfill' | 'revalidate' | 'lookup' | 'reply';
+
+/** Background work (backfill, revalidation), as `api_requests.kind` says: what the pace of revalidation counts. */
+export function isBackgroundKind(kind: string | null | undefined): boolean {
+  return kind === 'backfill' || kind === 'revalidate';
+}

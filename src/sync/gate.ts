@@ -1,7 +1,7 @@
 import PQueue from 'p-queue';
 import { retryAfterMs } from '../api/answers.ts';
 import type { LedgerEntry, RequestGate } from '../api/client.ts';
-import type { RequestKind } from '../api/endpoints.ts';
+import { isBackgroundKind, type RequestKind } from '../api/endpoints.ts';
 import type { Clock } from '../clock.ts';
 import { RateLimitedError, ReplyShareSpentError } from '../errors.ts';
 import type { LedgerSample } from '../model/ledgerSample.ts';
@@ -95,7 +95,7 @@ export class BudgetGate implements RequestGate {
 
   /** Of those, the background requests (backfill, revalidation): the pace of revalidation counts them (see requestUsage). */
   backgroundSentAt(): number[] {
-    return [...this.#samples.filter((s) => isBackground(s.kind)).map((s) => s.at), ...this.#backgroundInFlight];
+    return [...this.#samples.filter((s) => isBackgroundKind(s.kind)).map((s) => s.at), ...this.#backgroundInFlight];
   }
 
   /** Until when the service's 429 holds every request back, or null when none does now. */
@@ -121,7 +121,7 @@ export class BudgetGate implements RequestGate {
         }
         if (kind === 'reply') this.#checkReplyShare(now, budget.dailyAllowed);
         this.#inFlight.push(now);
-        const background = isBackground(kind);
+        const background = isBackgroundKind(kind);
         if (background) this.#backgroundInFlight.push(now);
         if (kind === 'reply') this.#repliesInFlight++;
         try {
@@ -218,8 +218,4 @@ export class BudgetGate implements RequestGate {
   clear(): void {
     this.#queue.clear();
   }
-}
-
-function isBackground(kind: string | null | undefined): boolean {
-  return kind === 'backfill' || kind === 'revalidate';
 }

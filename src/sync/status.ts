@@ -8,7 +8,7 @@ import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
 import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
 import { budgetAt, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
-import { LIST_NAMES, type ListName } from '../api/endpoints.ts';
+import { isBackgroundKind, LIST_NAMES, type ListName } from '../api/endpoints.ts';
 import { emptyHistory } from '../model/plannerHistory.ts';
 
 /** Everything `status` (and the status page) shows, read from the database alone: no request is made. */
@@ -43,7 +43,12 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
   const [lists, work, history] = await Promise.all([
     listStates(db, now),
     countWork(db, now),
-    plannerHistory(db, now, samples.map((s) => s.at)),
+    plannerHistory(
+      db,
+      now,
+      samples.map((s) => s.at),
+      samples.filter((s) => isBackgroundKind(s.kind)).map((s) => s.at),
+    ),
   ]);
   const budget = budgetAt(limits, samples, now);
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, oldestOpenDetailAt: work.oldestOpenDetailAt, history });

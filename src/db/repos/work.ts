@@ -246,11 +246,11 @@ export async function listStates(tx: Tx, now: number): Promise<Record<ListName, 
 }
 
 /**
- * What the planner needs of the past: the requests still in the rolling window, from `sentAt` (see requestUsage: the
- * budget's own samples, not a query); list changes per clock half hour of the last eight days (the activity the sweeps
- * follow); and the earliest per-ticket retry. See PlannerHistory.
+ * What the planner needs of the past: the requests still in the rolling window, from `sentAt`, and background's among
+ * them, from `backgroundAt` (see requestUsage: the budget's own samples, not a query); list changes per clock half hour
+ * of the last eight days (the activity the sweeps follow); and the earliest per-ticket retry. See PlannerHistory.
  */
-export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<number>, backgroundAt: Iterable<number> = []): Promise<PlannerHistory> {
+export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<number>, backgroundAt: Iterable<number>): Promise<PlannerHistory> {
   const bucketNow = Math.floor(now / BUCKET_MS);
   const [retry, activity] = await Promise.all([
     queryRows<{ retry_ms: string | null }>(
