@@ -671,8 +671,9 @@ function paced(
   const target = Math.max(0, A - live) * Math.max(weights[0]! / total, floor) + idle;
   return {
     /**
-     * Background requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass, not one per
-     * request: with a large allowance a pass per request would cost more locally than it buys), at least one.
+     * Background requests the clock hour may have sent by t: a minute's share at the start of each minute (one pass,
+     * not one per request: with a large allowance a pass per request would cost more locally than it buys), at least
+     * one.
      */
     spendBy: (t) => Math.max(1, Math.ceil((target * (Math.floor((t - hourStart) / MINUTE_MS) + 1)) / 60)),
     /** When the hour's background may have sent n: the start of the minute whose share reaches it. */
