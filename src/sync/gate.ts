@@ -57,9 +57,7 @@ export class BudgetGate implements RequestGate {
   readonly #samples: LedgerSample[];
   readonly #queue: PQueue;
   /** Requests admitted whose ledger entry has not arrived yet: they count already. */
-  #inFlight: number[] = [];
-  /** The same, of background requests (backfill, revalidation). */
-  #backgroundInFlight: number[] = [];
+  #inFlight: Array<{ at: number; kind: RequestKind }> = [];
   /** The replies among them. */
   #repliesInFlight = 0;
   /** Server-side back-off after a 429: no request before this instant. */
@@ -81,7 +79,7 @@ export class BudgetGate implements RequestGate {
 
   /** The budget now, counting requests in flight. */
   snapshot(now = this.#clock.now()): BudgetSnapshot {
-    const inFlight: LedgerSample[] = this.#inFlight.map((at) => ({ at, remaining: null, limit: null }));
+    const inFlight: LedgerSample[] = this.#inFlight.map(({ at }) => ({ at, remaining: null, limit: null }));
     const samples = inFlight.length ? [...this.#samples, ...inFlight].sort((a, b) => a.at - b.at) : this.#samples;
     const snap = budgetAt(this.#limits, samples, now);
     if (this.#blockedUntil > now) return { ...snap, minuteLeft: 0, nextSlotAt: Math.max(snap.nextSlotAt, this.#blockedUntil) };
@@ -90,12 +88,12 @@ export class BudgetGate implements RequestGate {
 
   /** When each request the budget counts was sent: the ledger's samples and those in flight (see requestUsage). */
   sentAt(): number[] {
-    return [...this.#samples.map((s) => s.at), ...this.#inFlight];
+    return [...this.#samples, ...this.#inFlight].map((s) => s.at);
   }
 
   /** Of those, the background requests (backfill, revalidation): the pace of revalidation counts them (see requestUsage). */
   backgroundSentAt(): number[] {
-    return [...this.#samples.filter((s) => isBackgroundKind(s.kind)).map((s) => s.at), ...this.#backgroundInFlight];
+    return [...this.#samples, ...this.#inFlight].filter((s) => isBackgroundKind(s.kind)).map((s) => s.at);
   }
 
   /** Until when the service's 429 holds every request back, or null when none does now. */
@@ -120,9 +118,8 @@ export class BudgetGate implements RequestGate {
           );
         }
         if (kind === 'reply') this.#checkReplyShare(now, budget.dailyAllowed);
-        this.#inFlight.push(now);
-        const background = isBackgroundKind(kind);
-        if (background) this.#backgroundInFlight.push(now);
+        const entry = { at: now, kind };
+        this.#inFlight.push(entry);
         if (kind === 'reply') this.#repliesInFlight++;
         try {
           const result = await send();
@@ -136,10 +133,8 @@ export class BudgetGate implements RequestGate {
           }
           throw error;
         } finally {
-          const i = this.#inFlight.indexOf(now);
+          const i = this.#inFlight.indexOf(entry);
           if (i >= 0) this.#inFlight.splice(i, 1);
-          const j = background ? this.#backgroundInFlight.indexOf(now) : -1;
-          if (j >= 0) this.#backgroundInFlight.splice(j, 1);
           if (kind === 'reply') this.#repliesInFlight--;
         }
       },
