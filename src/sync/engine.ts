@@ -11,11 +11,10 @@ import { markMissingAfterSweep } from '../db/repos/lists.ts';
 import { insertRun } from '../db/repos/runs.ts';
 import {
   countWork,
-  listStates,
   pickBackfill,
   pickDue,
   pickRevalidate,
-  plannerHistory,
+  plannerInputs,
   recordRevalidation,
   revalidationMultipliers,
   type RevalidationSample,
@@ -192,7 +191,7 @@ export class SyncEngine {
   async plan(now = this.#o.clock.now()): Promise<Plan> {
     await this.init();
     const { db } = this.#o;
-    const [lists, counts, history] = await Promise.all([listStates(db, now), countWork(db, now), plannerHistory(db, now, this.gate.sentAt(), this.gate.backgroundSentAt())]);
+    const { lists, work: counts, history } = await plannerInputs(db, now, this.gate.sentAt(), this.gate.backgroundSentAt());
     for (const [list, at] of this.#listFailedAt) {
       if (at > (lists[list].lastPolledAt ?? -Infinity)) lists[list] = { lastPolledAt: at };
     }

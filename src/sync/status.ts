@@ -4,7 +4,7 @@ import { loadSamples } from '../db/repos/ledger.ts';
 import { safeText } from '../logger.ts';
 import { lastRun } from '../db/repos/runs.ts';
 import { rowCounts, ticketCounts } from '../db/repos/status.ts';
-import { countWork, listStates, plannerHistory } from '../db/repos/work.ts';
+import { plannerInputs } from '../db/repos/work.ts';
 import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
 import { budgetAt, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
@@ -40,16 +40,12 @@ export interface MirrorStatus {
 export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
   const samples = await loadSamples(db, now - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit });
-  const [lists, work, history] = await Promise.all([
-    listStates(db, now),
-    countWork(db, now),
-    plannerHistory(
-      db,
-      now,
-      samples.map((s) => s.at),
-      samples.filter((s) => isBackgroundKind(s.kind)).map((s) => s.at),
-    ),
-  ]);
+  const { lists, work, history } = await plannerInputs(
+    db,
+    now,
+    samples.map((s) => s.at),
+    samples.filter((s) => isBackgroundKind(s.kind)).map((s) => s.at),
+  );
   const budget = budgetAt(limits, samples, now);
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, oldestOpenDetailAt: work.oldestOpenDetailAt, history });
   const [c, m, run] = await Promise.all([ticketCounts(db, now), rowCounts(db), lastRun(db, now)]);

@@ -5,7 +5,7 @@ import { recordDetailFailure } from '../../src/db/repos/details.ts';
 import { lastPollWithheld } from '../../src/db/repos/lists.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import { lastRun } from '../../src/db/repos/runs.ts';
-import { plannerHistory } from '../../src/db/repos/work.ts';
+import { plannerInputs } from '../../src/db/repos/work.ts';
 import { parsePeriod } from '../../src/report/period.ts';
 import { loadReportData, ReportSettingsError, reportTimeZone } from '../../src/report/reportData.ts';
 import { renderReportPage } from '../../src/report/reportPage.ts';
@@ -199,7 +199,7 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     // Two polls of a half hour claiming 2^31 − 1 changes each: their sum overflowed int4 and failed every plan.
     await database.db.execute(sql`insert into list_polls (list, at, items, changes) values ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 0, 2147483647),
       ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 0, 2147483647)`);
-    expect((await plannerHistory(database.db, now, [], [])).changes[0]).toBe(2 * 2147483647);
+    expect((await plannerInputs(database.db, now, [], [])).history.changes[0]).toBe(2 * 2147483647);
     // A failure count at int4's top: the next failure overflowed it, and failed the pass.
     await database.db.execute(sql`update tickets set detail_failures = 2147483647 where id = 'T1'`);
     await recordDetailFailure(database.db, 'T1', new Date(now).toISOString());

@@ -5,11 +5,10 @@ import { queryRows, sql, type Db } from '../../src/db/connect.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import {
   countWork,
-  listStates,
   pickBackfill,
   pickDue,
   pickRevalidate,
-  plannerHistory,
+  plannerInputs,
   recordRevalidation,
   revalidationMultipliers,
 } from '../../src/db/repos/work.ts';
@@ -78,7 +77,7 @@ async function insertRequests(db: Db, sentAt: readonly number[], kind: RequestKi
 async function history(db: Db, now = NOW): Promise<PlannerHistory> {
   const samples = await loadSamples(db, now - DAY, { minute: 60, daily: 1440 });
   const gate = new BudgetGate({ limits: { daily: 1440, minute: 60, reserve: 0.1 }, clock: new ManualClock(now), realTimeInterval: false, samples });
-  return plannerHistory(db, now, gate.sentAt(), gate.backgroundSentAt());
+  return (await plannerInputs(db, now, gate.sentAt(), gate.backgroundSentAt())).history;
 }
 
 async function insertPolls(db: Db, polls: ReadonlyArray<{ list: string; at: number; changes: number }>): Promise<void> {
@@ -222,10 +221,13 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect((await pickBackfill(db, NOW, 100)).sort()).toEqual(['bf', 'bf-retry-over']);
       // Once the back-offs end, the held tickets count again.
       expect(await countWork(db, NOW + MIN)).toEqual({ due: 4, backfill: 3, open: 4, oldestDetailAt: NOW - 3 * DAY, oldestOpenDetailAt: NOW - DAY });
+      // A plan reads the same figures in its one statement.
+      expect((await plannerInputs(db, NOW, [], [])).work).toEqual({ due: 3, backfill: 2, open: 4, oldestDetailAt: NOW - 3 * DAY, oldestOpenDetailAt: NOW - DAY });
     });
 
     it('counts nothing in an empty mirror, and a limit of 0 picks nothing', async () => {
       expect(await countWork(db, NOW)).toEqual({ due: 0, backfill: 0, open: 0, oldestDetailAt: null, oldestOpenDetailAt: null });
+      expect((await plannerInputs(db, NOW, [], [])).work).toEqual({ due: 0, backfill: 0, open: 0, oldestDetailAt: null, oldestOpenDetailAt: null });
       await insertTickets(db, [{ id: 'due', dueSince: NOW - MIN }, { id: 'bf', open: true }, { id: 'old', open: true, syncedAt: LONG_AGO }]);
       expect(await pickDue(db, NOW, 0)).toEqual([]);
       expect(await pickBackfill(db, NOW, 0)).toEqual([]);
@@ -435,7 +437,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
     }
   });
 
-  describe('listStates', () => {
+  describe('plannerInputs: the lists', () => {
     it("gives each list's last poll up to now, null for a list never polled", async () => {
       await insertPolls(db, [
         { list: 'open', at: jan(5, 11, 0), changes: 1 },
@@ -449,7 +451,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
         { list: 'open', at: jan(5, 12, 11), changes: 0 },
         { list: 'unassigned', at: Date.UTC(3000, 0, 1), changes: 0 },
       ]);
-      expect(await listStates(db, NOW)).toEqual({
+      expect((await plannerInputs(db, NOW, [], [])).lists).toEqual({
         open: { lastPolledAt: jan(5, 12, 11) },
         self: { lastPolledAt: jan(5, 9, 15) },
         unassigned: { lastPolledAt: null },
@@ -458,7 +460,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
     });
   });
 
-  describe('plannerHistory', () => {
+  describe('plannerInputs: the history', () => {
     it('is empty for an empty mirror', async () => {
       expect(await history(db)).toEqual({
         changes: new Array<number>(HISTORY_BUCKETS).fill(0),

@@ -53,20 +53,33 @@ export interface WorkCounts {
 }
 
 export async function countWork(tx: Tx, now: number): Promise<WorkCounts> {
-  const at = isoMicros(now);
-  // Counts over partial ranges of indexes (detail_due_since, detail_synced_at, in_open), not a scan of every ticket:
-  // the planner asks after every pass.
-  const [row] = await queryRows<{ due: number; backfill: number; open: number; oldest_ms: string | null; oldest_open_ms: string | null }>(
-    tx,
-    sql`select
-      (select count(*) from tickets where detail_due_since is not null and ${backoffOver(at)})::int as due,
+  const [row] = await queryRows<WorkCountRow>(tx, sql`select ${workCountColumns(isoMicros(now))}`);
+  return workCountsOf(row);
+}
+
+interface WorkCountRow {
+  due: number;
+  backfill: number;
+  open: number;
+  oldest_ms: string | number | null;
+  oldest_open_ms: string | number | null;
+}
+
+/**
+ * countWork's figures as columns of a select: counts over partial ranges of indexes (detail_due_since,
+ * detail_synced_at, in_open), not a scan of every ticket; the planner asks after every pass.
+ */
+function workCountColumns(at: string): SQL {
+  return sql`(select count(*) from tickets where detail_due_since is not null and ${backoffOver(at)})::int as due,
       (select count(*) from tickets where detail_synced_at is null and detail_due_since is null and ${fetchable(at)})::int as backfill,
       (select count(*) from tickets where in_open and deleted_at is null)::int as open,
       (select (extract(epoch from min(detail_synced_at)) * 1000)::bigint from tickets
         where detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_ms,
       (select (extract(epoch from min(detail_synced_at)) * 1000)::bigint from tickets
-        where in_open and detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_open_ms`,
-  );
+        where in_open and detail_synced_at is not null and detail_due_since is null and ${fetchable(at)}) as oldest_open_ms`;
+}
+
+function workCountsOf(row: WorkCountRow | undefined): WorkCounts {
   return {
     due: row?.due ?? 0,
     backfill: row?.backfill ?? 0,
@@ -226,70 +239,74 @@ export async function revalidationMultipliers(tx: Tx): Promise<number[]> {
   return learnedMultipliers(rows.map((r) => ({ cls: Number(r.class), found: Number(r.found), expected: Number(r.expected) })));
 }
 
-/**
- * Each list's last successful poll up to `now` (and the minute after it, as a clock set back is told: time.ts). A poll
- * dated further ahead is not the last one: a row a user inserted into list_polls with a date to come would otherwise
- * keep its list from being polled until then.
- */
-export async function listStates(tx: Tx, now: number): Promise<Record<ListName, ListState>> {
-  // One index probe per list (list_polls is never pruned: nothing here may scan it whole).
-  const rows = await queryRows<{ list: ListName; last_ms: string | null }>(
-    tx,
-    sql`select l.list, (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p
-                        where p.list = l.list and p.at <= ${isoMicros(now + CLOCK_SET_BACK_MS)}::timestamptz) as last_ms
-        from unnest(${LIST_ARRAY}::text[]) as l(list)`,
-  );
-  const out = {} as Record<ListName, ListState>;
-  for (const l of LIST_NAMES) out[l] = { lastPolledAt: null };
-  for (const r of rows) if (r.list in out) out[r.list] = { lastPolledAt: r.last_ms === null ? null : Number(r.last_ms) };
-  return out;
+/** What a plan reads of the mirror (see plannerInputs). */
+export interface PlannerInputs {
+  lists: Record<ListName, ListState>;
+  work: WorkCounts;
+  history: PlannerHistory;
 }
 
 /**
- * What the planner needs of the past: the requests still in the rolling window, from `sentAt`, and background's among
- * them, from `backgroundAt` (see requestUsage: the budget's own samples, not a query); list changes per clock half hour
- * of the last eight days (the activity the sweeps follow); and the earliest per-ticket retry. See PlannerHistory.
+ * Everything a plan reads of the mirror, in one statement (the planner runs after every pass and at every wake: four
+ * round trips were most of a quiet wake's cost):
+ * - each list's last successful poll up to `now` (and the minute after it, as a clock set back is told: time.ts). A
+ *   poll dated further ahead is not the last one: a row a user inserted into list_polls with a date to come would
+ *   otherwise keep its list from being polled until then;
+ * - the work there is (countWork);
+ * - the past (PlannerHistory): the requests still in the rolling window, from `sentAt`, and background's among them,
+ *   from `backgroundAt` (see requestUsage: the budget's own samples, not a query); list changes per clock half hour of
+ *   the last eight days (the activity the sweeps follow), the first poll ever, and the earliest per-ticket retry.
+ * list_polls is never pruned: each list is read through one index probe, never scanned whole.
  */
-export async function plannerHistory(tx: Tx, now: number, sentAt: Iterable<number>, backgroundAt: Iterable<number>): Promise<PlannerHistory> {
+export async function plannerInputs(tx: Tx, now: number, sentAt: Iterable<number>, backgroundAt: Iterable<number>): Promise<PlannerInputs> {
+  const at = isoMicros(now);
   const bucketNow = Math.floor(now / BUCKET_MS);
-  const [retry, activity] = await Promise.all([
-    queryRows<{ retry_ms: string | null }>(
-      tx,
-      sql`select (extract(epoch from min(detail_retry_after)) * 1000)::bigint as retry_ms
-        from tickets where detail_retry_after > ${isoMicros(now)}::timestamptz`,
-    ),
-    // date_part, not extract: a double, not a numeric, for every row of eight days of polls (twice as fast).
-    queryRows<{ bucket: string | null; n: number; polls: number; first_ms: string | null }>(
-      tx,
-      sql`select floor(date_part('epoch', at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::float8 as n, count(*)::int as polls, null::bigint as first_ms
-        from list_polls
-        where list = any(${LIST_ARRAY}::text[])
-          and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${isoMicros(now)}::timestamptz
-        group by 1
-        union all
-        select null, 0, 0, (extract(epoch from min(m)) * 1000)::bigint
-        from (select (select min(at) from list_polls p where p.list = l.list) as m from unnest(${LIST_ARRAY}::text[]) as l(list)) f`,
-    ),
-  ]);
-  const { changes } = emptyHistory();
-  let firstPollAt: number | null = null;
-  let pollsLastDay = 0;
-  for (const a of activity) {
-    if (a.bucket === null) {
-      firstPollAt = a.first_ms === null ? null : Number(a.first_ms);
-      continue;
+  const [row] = await queryRows<
+    WorkCountRow & {
+      lists: Array<[string, number | null]> | null;
+      retry_ms: string | number | null;
+      first_ms: string | number | null;
+      activity: Array<[number, number, number]> | null;
     }
-    const k = bucketNow - Number(a.bucket);
+  >(
+    tx,
+    sql`select ${workCountColumns(at)},
+      (select json_agg(json_build_array(l.list,
+          (select (extract(epoch from max(at)) * 1000)::bigint from list_polls p
+           where p.list = l.list and p.at <= ${isoMicros(now + CLOCK_SET_BACK_MS)}::timestamptz)))
+        from unnest(${LIST_ARRAY}::text[]) as l(list)) as lists,
+      (select (extract(epoch from min(detail_retry_after)) * 1000)::bigint from tickets where detail_retry_after > ${at}::timestamptz) as retry_ms,
+      (select (extract(epoch from min(m)) * 1000)::bigint
+        from (select (select min(at) from list_polls p where p.list = l.list) as m from unnest(${LIST_ARRAY}::text[]) as l(list)) f) as first_ms,
+      -- date_part, not extract: a double, not a numeric, for every row of eight days of polls (twice as fast).
+      (select json_agg(json_build_array(bucket, n, polls)) from (
+          select floor(date_part('epoch', at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::float8 as n, count(*)::int as polls
+          from list_polls
+          where list = any(${LIST_ARRAY}::text[])
+            and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${at}::timestamptz
+          group by 1) a) as activity`,
+  );
+  const lists = {} as Record<ListName, ListState>;
+  for (const l of LIST_NAMES) lists[l] = { lastPolledAt: null };
+  for (const [list, lastMs] of row?.lists ?? []) if (list in lists) lists[list as ListName] = { lastPolledAt: lastMs === null ? null : Number(lastMs) };
+
+  const { changes } = emptyHistory();
+  let pollsLastDay = 0;
+  for (const [bucket, n, polls] of row?.activity ?? []) {
+    const k = bucketNow - Number(bucket);
     if (k < 0 || k >= changes.length) continue;
-    changes[k]! += a.n;
-    if (k < DAY_MS / BUCKET_MS) pollsLastDay += a.polls;
+    changes[k]! += n;
+    if (k < DAY_MS / BUCKET_MS) pollsLastDay += polls;
   }
-  const retryMs = retry[0]?.retry_ms ?? null;
   return {
-    changes,
-    firstPollAt,
-    pollsLastDay,
-    ...requestUsage(sentAt, now, backgroundAt),
-    nextRetryAt: retryMs === null ? null : Number(retryMs),
+    lists,
+    work: workCountsOf(row),
+    history: {
+      changes,
+      firstPollAt: row?.first_ms == null ? null : Number(row.first_ms),
+      pollsLastDay,
+      ...requestUsage(sentAt, now, backgroundAt),
+      nextRetryAt: row?.retry_ms == null ? null : Number(row.retry_ms),
+    },
   };
 }
