@@ -234,7 +234,8 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
   });
 
   it('a message id two tickets give (ids per ticket) stays with the ticket that had it first, instead of moving at every read', async () => {
-    const [a, b] = m.sim.model.list('open').map((t) => t.id).filter((id) => m.sim.model.detail(id)!.messages.length > 0);
+    // Tickets whose first message has an attachment: the other ticket's must not point at the message it lacks.
+    const [a, b] = m.sim.model.list('open').map((t) => t.id).filter((id) => (m.sim.model.detail(id)!.messages[0]?.attachments.length ?? 0) > 0);
     const sharing = (ticket: string) => {
       const detail = structuredClone(m.sim.model.detail(ticket)!) as unknown as { messages: Array<{ id: string }> };
       detail.messages[0]!.id = 'shared-1';
@@ -257,6 +258,13 @@ describe.each(backends)('answers that are not the API’s, in sync passes on $na
     const other = first === a ? b! : a!;
     const stored = await count(m.db, sql`select count(*)::int as n from messages where ticket_id = ${other} and removed_at is null`);
     expect(stored).toBe(m.sim.model.detail(other)!.messages.length - 1);
+    // Its attachments of that message are stored, with the ticket and no message (the one they name is another ticket's).
+    const lacking = m.sim.model.detail(other)!.messages[0]!.attachments.map((f) => f.id);
+    const rows = await queryRows<{ id: string; ticket_id: string; message_id: string | null }>(
+      m.db,
+      sql`select id, ticket_id, message_id from attachments where id in (select jsonb_array_elements_text(${JSON.stringify(lacking)}::jsonb)) order by id`,
+    );
+    expect(rows).toEqual([...lacking].sort().map((id) => ({ id, ticket_id: other, message_id: null })));
   });
 
   it('a list whose answer stays unusable (a null item) is asked for again at its interval, not at every pass', async () => {

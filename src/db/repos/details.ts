@@ -68,8 +68,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
       detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
       detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
 
-  const messages = await writeMessages(tx, d, at, requestedAt);
-  const attachments = await writeAttachments(tx, d, at, messages);
+  const content = await writeContent(tx, d, at, requestedAt);
 
   const before = old ?? null;
   const state: TrackedState = {
@@ -81,20 +80,31 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
   if (!before || !sameState(state, before)) {
     await recordStateChanges(tx, [{ ticketId: t.id, state, changedAfter: before?.stateSeenAt ?? null }], at);
   }
-  return { changed: !old || old.same_raw !== true, heldElsewhere: heldElsewhere(d, messages, attachments) };
+  return { changed: !old || old.same_raw !== true, heldElsewhere: heldElsewhere(d, content) };
+}
+
+/** The ids of a detail's messages and attachments that writeContent wrote (not those another ticket holds). */
+interface WrittenContent {
+  messages: Set<string>;
+  attachments: Set<string>;
 }
 
 /**
- * Writes the detail's messages, and returns the ids written (not those another ticket holds: see heldElsewhere). A null
- * where the spec gives a value (a text, a time) keeps the stored one, as the ticket's fields do (MappedDetail.absent);
- * the nullable fields are taken as given. The ticket's messages the detail no longer shows are marked removed (unless
- * it listed none: MappedDetail's `complete`) — but only those the mirror held before `seenBy` (when the request left;
- * for `rebuild`, when the payload was stored). A reply recorded at once after that (`ticket-mirror reply`, the outbox)
- * is newer than the payload, not gone from it: `rebuild` marked such replies removed, at an instant before they were
- * even sent.
+ * Writes the detail's messages and attachments, in one statement, and returns the ids written (not those another
+ * ticket holds: see heldElsewhere). A null where the spec gives a value (a text, a time) keeps the stored one, as the
+ * ticket's fields do (MappedDetail.absent); the nullable fields are taken as given. An attachment's message must be
+ * one written here (not in the detail, or another ticket's: it would break the foreign key or point across tickets):
+ * otherwise the attachment belongs to the ticket.
+ *
+ * The ticket's messages and attachments the detail no longer shows are marked removed (unless it listed none:
+ * MappedDetail's `complete`) — for messages, only those the mirror held before `seenBy` (when the request left; for
+ * `rebuild`, when the payload was stored). A reply recorded at once after that (`ticket-mirror reply`, the outbox) is
+ * newer than the payload, not gone from it: `rebuild` marked such replies removed, at an instant before they were even
+ * sent. The rows marked removed are never among those written (their ids are not in the detail), so the parts of the
+ * statement never touch the same row.
  */
-async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string): Promise<Set<string>> {
-  const rows = JSON.stringify(
+async function writeContent(tx: Tx, d: MappedDetail, at: string, seenBy: string): Promise<WrittenContent> {
+  const messages = JSON.stringify(
     d.messages.map((m) => ({
       id: m.id,
       ticket_id: m.ticketId,
@@ -110,14 +120,35 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string
       author: m.author,
     })),
   );
-  const taken = new Set<string>();
-  if (d.messages.length > 0) {
-    const written = await queryRows<{ id: string }>(tx, sql`
+  const attachments = JSON.stringify(
+    d.attachments.map((a) => ({
+      id: a.id,
+      ticket_id: a.ticketId,
+      message_id: a.messageId,
+      name: a.name,
+      mime_type: a.mimeType,
+      size: a.size,
+    })),
+  );
+  const idsOf = (rows: ReadonlyArray<{ id: string }>) => JSON.stringify(rows.map((r) => r.id));
+  const rows = await queryRows<{ kind: 'message' | 'attachment'; id: string }>(tx, sql`
+    with removed_messages as (
+      update messages set removed_at = ${at}::timestamptz
+      where ${d.complete.messages}::boolean and ticket_id = ${d.ticket.id} and removed_at is null
+        and (synced_at is null or synced_at <= ${seenBy}::timestamptz)
+        and id not in (select jsonb_array_elements_text(${idsOf(d.messages)}::jsonb))
+    ),
+    removed_attachments as (
+      update attachments set removed_at = ${at}::timestamptz
+      where ${d.complete.attachments}::boolean and ticket_id = ${d.ticket.id} and removed_at is null
+        and id not in (select jsonb_array_elements_text(${idsOf(d.attachments)}::jsonb))
+    ),
+    written_messages as (
       insert into messages (id, ticket_id, message_type, ticket_status, message, outbound_sent, outbound_delivered_at,
         outbound_bounced, outbound_spam_complaint, outbound_error, created_at, author, removed_at, synced_at)
       select r.id, r.ticket_id, r.message_type, r.ticket_status, r.message, r.outbound_sent, r.outbound_delivered_at,
         r.outbound_bounced, r.outbound_spam_complaint, r.outbound_error, r.created_at, r.author, null, ${at}::timestamptz
-      from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_type text, ticket_status text,
+      from jsonb_to_recordset(${messages}::jsonb) as r(id text, ticket_id text, message_type text, ticket_status text,
         message text, outbound_sent boolean, outbound_delivered_at timestamptz, outbound_bounced boolean,
         outbound_spam_complaint boolean, outbound_error text, created_at timestamptz, author jsonb)
       on conflict (id) do update set
@@ -129,49 +160,25 @@ async function writeMessages(tx: Tx, d: MappedDetail, at: string, seenBy: string
         outbound_error = excluded.outbound_error, created_at = coalesce(excluded.created_at, messages.created_at),
         author = excluded.author, removed_at = null, synced_at = excluded.synced_at
       where messages.ticket_id = excluded.ticket_id or messages.removed_at is not null
-      returning id`);
-    for (const r of written) taken.add(r.id);
-  }
-  if (!d.complete.messages) return taken;
-  await tx.execute(sql`
-    update messages set removed_at = ${at}::timestamptz
-    where ticket_id = ${d.ticket.id} and removed_at is null and (synced_at is null or synced_at <= ${seenBy}::timestamptz)
-      and id not in (select jsonb_array_elements_text(${JSON.stringify(d.messages.map((m) => m.id))}::jsonb))`);
-  return taken;
-}
-
-async function writeAttachments(tx: Tx, d: MappedDetail, at: string, messageIds: ReadonlySet<string>): Promise<Set<string>> {
-  const rows = JSON.stringify(
-    d.attachments.map((a) => ({
-      id: a.id,
-      ticket_id: a.ticketId,
-      // A message not written with this detail (not in it, or another ticket's: heldElsewhere) would break the foreign
-      // key or point across tickets: the attachment then belongs to the ticket.
-      message_id: a.messageId !== null && messageIds.has(a.messageId) ? a.messageId : null,
-      name: a.name,
-      mime_type: a.mimeType,
-      size: a.size,
-    })),
-  );
-  const taken = new Set<string>();
-  if (d.attachments.length > 0) {
-    const written = await queryRows<{ id: string }>(tx, sql`
+      returning id
+    ),
+    written_attachments as (
       insert into attachments (id, ticket_id, message_id, name, mime_type, size, removed_at, synced_at)
-      select r.id, r.ticket_id, r.message_id, r.name, r.mime_type, r.size, null, ${at}::timestamptz
-      from jsonb_to_recordset(${rows}::jsonb) as r(id text, ticket_id text, message_id text, name text, mime_type text, size bigint)
+      select r.id, r.ticket_id, case when r.message_id in (select id from written_messages) then r.message_id end,
+        r.name, r.mime_type, r.size, null, ${at}::timestamptz
+      from jsonb_to_recordset(${attachments}::jsonb) as r(id text, ticket_id text, message_id text, name text, mime_type text, size bigint)
       on conflict (id) do update set
         ticket_id = excluded.ticket_id, message_id = excluded.message_id, name = excluded.name,
         mime_type = excluded.mime_type, size = excluded.size, removed_at = null, synced_at = excluded.synced_at
       where attachments.ticket_id = excluded.ticket_id or attachments.removed_at is not null
-      returning id`);
-    for (const r of written) taken.add(r.id);
-  }
-  if (!d.complete.attachments) return taken;
-  await tx.execute(sql`
-    update attachments set removed_at = ${at}::timestamptz
-    where ticket_id = ${d.ticket.id} and removed_at is null
-      and id not in (select jsonb_array_elements_text(${JSON.stringify(d.attachments.map((a) => a.id))}::jsonb))`);
-  return taken;
+      returning id
+    )
+    select 'message' as kind, id from written_messages
+    union all
+    select 'attachment', id from written_attachments`);
+  const written: WrittenContent = { messages: new Set(), attachments: new Set() };
+  for (const r of rows) (r.kind === 'message' ? written.messages : written.attachments).add(r.id);
+  return written;
 }
 
 /**
@@ -179,10 +186,10 @@ async function writeAttachments(tx: Tx, d: MappedDetail, at: string, messageIds:
  * the mirror's primary keys, global; an API whose ids are per ticket moved the row to whichever ticket was read last,
  * back and forth at every read, and an attachment could point at another ticket's message.
  */
-function heldElsewhere(d: MappedDetail, messages: ReadonlySet<string>, attachments: ReadonlySet<string>): string[] {
+function heldElsewhere(d: MappedDetail, written: WrittenContent): string[] {
   return [
-    ...d.messages.filter((m) => !messages.has(m.id)).map((m) => `message ${m.id}`),
-    ...d.attachments.filter((a) => !attachments.has(a.id)).map((a) => `attachment ${a.id}`),
+    ...d.messages.filter((m) => !written.messages.has(m.id)).map((m) => `message ${m.id}`),
+    ...d.attachments.filter((a) => !written.attachments.has(a.id)).map((a) => `attachment ${a.id}`),
   ];
 }
 
@@ -197,7 +204,7 @@ export async function rederiveDetail(tx: Tx, d: MappedDetail, syncedAt: string):
     sql`, `,
   );
   await tx.execute(sql`update tickets set ${set} where id = ${t.id}`);
-  await writeAttachments(tx, d, syncedAt, await writeMessages(tx, d, syncedAt, syncedAt));
+  await writeContent(tx, d, syncedAt, syncedAt);
 }
 
 /** For `rebuild`: up to `limit` stored payloads, in id order from after `after` (`''`: from the first). */
