@@ -1,6 +1,6 @@
 import type { ListName } from '../api/endpoints.ts';
 import type { ListBody } from '../api/listBody.ts';
-import { countMembers, everPolled, lastPollWithheld, leaverIds, loadMirrorForItems, loadTickets, recordListPoll, writeListRows } from '../db/repos/lists.ts';
+import { countMembers, leaverIds, loadMirrorForItems, loadTickets, previousPolls, recordListPoll, writeListRows } from '../db/repos/lists.ts';
 import type { Tx } from '../db/connect.ts';
 import { diffLeaves, diffListed, withholdsLeaves } from './differ.ts';
 import type { ListItem } from '../model/lists.ts';
@@ -44,10 +44,11 @@ export async function writeListPoll(
   problems: Problems,
   batchSize = LIST_BATCH,
 ): Promise<ListPollResult> {
-  const initial = !(await everPolled(tx, list));
+  const before = await previousPolls(tx, list, at);
+  const initial = !before.polled;
   const seen = new Set<string>();
-  // Written once at the end, in one statement: per batch, PostgreSQL scanned the whole table for each (+220 ms a poll of
-  // 100,000 items). Their ids are already held by `seen`.
+  // Written once at the end, with the poll's row (recordListPoll), in one statement: per batch, PostgreSQL scanned the
+  // whole table for each (+220 ms a poll of 100,000 items). Their ids are already held by `seen`.
   const unchanged: string[] = [];
   const result: ListPollResult = { listed: 0, written: 0, writtenIds: [], changes: 0, members: 0, withheld: 0 };
   let offset = 0;
@@ -76,7 +77,7 @@ export async function writeListPoll(
       throw error;
     }
     const diff = diffListed(list, items, await loading, at, initial);
-    await writeListRows(tx, list, at, diff.writes, []);
+    await writeListRows(tx, list, at, diff.writes);
     for (const id of diff.unchanged) unchanged.push(id);
     result.listed += items.length;
     result.written += diff.writes.length;
@@ -85,24 +86,22 @@ export async function writeListPoll(
     result.members += diff.members;
     items = next;
   }
-  await writeListRows(tx, list, at, [], unchanged);
-  unchanged.length = 0;
   // Every listed ticket is in the list now: when the list has no more members than were listed, none left it, and the
   // search for leaves (an anti-join of the table with every listed id, 130 ms at 100,000) is skipped.
   const leaving = (await countMembers(tx, list)) > result.listed ? await leaverIds(tx, list, seen) : [];
   seen.clear();
   result.members += leaving.length;
-  if (withholdsLeaves(result.members, leaving.length, await lastPollWithheld(tx, list, at))) {
+  if (withholdsLeaves(result.members, leaving.length, before.withheld)) {
     result.withheld = leaving.length;
   } else {
     for (let i = 0; i < leaving.length; i += batchSize) {
       const writes = diffLeaves(list, await loadTickets(tx, leaving.slice(i, i + batchSize)), initial);
-      await writeListRows(tx, list, at, writes, []);
+      await writeListRows(tx, list, at, writes);
       result.written += writes.length;
       for (const w of writes) result.writtenIds.push(w.id);
       if (!initial) result.changes += writes.length;
     }
   }
-  await recordListPoll(tx, list, at, { items: result.listed, changes: result.changes, withheld: result.withheld });
+  await recordListPoll(tx, list, at, { items: result.listed, changes: result.changes, withheld: result.withheld }, unchanged);
   return result;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ListBody, scanListBody } from '../../src/api/listBody.ts';
 import { queryRows, sql, type Db } from '../../src/db/connect.ts';
-import { applyListDiff, everPolled, lastPollWithheld, loadMirrorForList } from '../../src/db/repos/lists.ts';
+import { applyListDiff, loadMirrorForList, previousPolls } from '../../src/db/repos/lists.ts';
 import { InvalidResponseError } from '../../src/errors.ts';
 import { confirmShrink, diffList } from '../../src/sync/differ.ts';
 import { LIST_BATCH, writeListPoll } from '../../src/sync/listPoll.ts';
@@ -54,9 +54,9 @@ describe.each(backends)('a list in batches on $name', ({ open }) => {
   async function pollWhole(body: unknown[], minute: number) {
     const items = parseListItems(body, 'resolved', new Problems());
     return whole.db.transaction(async (tx) => {
-      const initial = !(await everPolled(tx, 'resolved'));
+      const before = await previousPolls(tx, 'resolved', at(minute));
       const mirror = await loadMirrorForList(tx, 'resolved', items);
-      const diff = confirmShrink(diffList('resolved', items, mirror, at(minute), initial), await lastPollWithheld(tx, 'resolved', at(minute)));
+      const diff = confirmShrink(diffList('resolved', items, mirror, at(minute), !before.polled), before.withheld);
       await applyListDiff(tx, diff);
       return diff;
     });

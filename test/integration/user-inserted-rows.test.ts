@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows, sql } from '../../src/db/connect.ts';
 import { recordDetailFailure } from '../../src/db/repos/details.ts';
-import { lastPollWithheld } from '../../src/db/repos/lists.ts';
+import { previousPolls } from '../../src/db/repos/lists.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import { lastRun } from '../../src/db/repos/runs.ts';
 import { plannerInputs } from '../../src/db/repos/work.ts';
@@ -212,7 +212,7 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     // Nor does a poll dated ahead decide whether the list's shrink is withheld.
     await database.db.execute(sql`insert into list_polls (list, at, items, changes, withheld) values
       ('self', ${new Date(now - 1000).toISOString()}::timestamptz, 10, 0, 0), ('self', '3000-01-01T00:00:00Z', 10, 0, 7)`);
-    expect(await lastPollWithheld(database.db, 'self', new Date(now).toISOString())).toBe(0);
+    expect(await previousPolls(database.db, 'self', new Date(now).toISOString())).toEqual({ polled: true, withheld: 0 });
     // A payload nested deeper than any answer fails its ticket in a rebuild, not the rebuild.
     await database.db.execute(sql`insert into tickets (id, first_seen_at, last_seen_at, detail_synced_at, raw) values
       ('T2', now(), now(), now(), ${`{"id": "T2", "deep": ${DEEP}}`}::jsonb)`);

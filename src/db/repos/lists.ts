@@ -84,17 +84,17 @@ export async function loadTickets(tx: Tx, ids: readonly string[]): Promise<Mirro
 
 /** Writes one list diff. Call inside a transaction. */
 export async function applyListDiff(tx: Tx, diff: ListDiff): Promise<void> {
-  await writeListRows(tx, diff.list, diff.at, diff.writes, diff.unchanged);
+  await writeListRows(tx, diff.list, diff.at, diff.writes);
   let listed = diff.unchanged.length;
   for (const w of diff.writes) if (w.seen) listed++;
-  await recordListPoll(tx, diff.list, diff.at, { items: listed, changes: diff.changes, withheld: diff.withheld });
+  await recordListPoll(tx, diff.list, diff.at, { items: listed, changes: diff.changes, withheld: diff.withheld }, diff.unchanged);
 }
 
 /**
  * Writes the rows of (part of) one list diff, the history rows of their state changes included: a fixed number of
  * statements however many rows. Call inside the poll's transaction.
  */
-export async function writeListRows(tx: Tx, list: ListName, at: string, writes: readonly ListRowWrite[], unchanged: readonly string[]): Promise<void> {
+export async function writeListRows(tx: Tx, list: ListName, at: string, writes: readonly ListRowWrite[]): Promise<void> {
   const flag = sql.raw(FLAG_COLUMN[list]);
   if (writes.length > 0) {
     await tx.execute(sql`
@@ -119,11 +119,6 @@ export async function writeListRows(tx: Tx, list: ListName, at: string, writes: 
         detail_due_since = coalesce(t.detail_due_since, excluded.detail_due_since),
         state_seen_at = excluded.state_seen_at`);
   }
-  if (unchanged.length > 0) {
-    await tx.execute(sql`
-      update tickets set last_seen_at = ${at}::timestamptz, state_seen_at = ${at}::timestamptz
-      where id = any(${textColumn(unchanged, (id) => id)})`);
-  }
   await recordStateChanges(
     tx,
     writes.filter((w) => w.newState !== null).map((w) => ({ ticketId: w.id, state: w.newState!, changedAfter: w.changedAfter })),
@@ -131,30 +126,39 @@ export async function writeListRows(tx: Tx, list: ListName, at: string, writes: 
   );
 }
 
-/** The `list_polls` row of one poll: how many items it listed, its list-visible changes, the leaves it withheld. */
-export async function recordListPoll(tx: Tx, list: ListName, at: string, poll: { items: number; changes: number; withheld: number }): Promise<void> {
+/**
+ * Ends a poll, in one statement: its `list_polls` row (how many items it listed, its list-visible changes, the leaves it
+ * withheld), and the listed tickets it found unchanged marked seen at `at` (every listed ticket's row is written, in a
+ * batch or here).
+ */
+export async function recordListPoll(
+  tx: Tx,
+  list: ListName,
+  at: string,
+  poll: { items: number; changes: number; withheld: number },
+  unchanged: readonly string[],
+): Promise<void> {
   await tx.execute(sql`
+    with seen as (
+      update tickets set last_seen_at = ${at}::timestamptz, state_seen_at = ${at}::timestamptz
+      where id = any(${textColumn(unchanged, (id) => id)}))
     insert into list_polls (list, at, items, changes, withheld)
     values (${list}, ${at}::timestamptz, ${poll.items}, ${poll.changes}, ${poll.withheld})`);
 }
 
-/** Whether `list` was ever polled (a poll recorded in list_polls). */
-export async function everPolled(tx: Tx, list: ListName): Promise<boolean> {
-  const [row] = await queryRows<{ polled: boolean }>(tx, sql`select exists (select from list_polls where list = ${list}) as polled`);
-  return row?.polled === true;
-}
-
 /**
- * How many leaves the last poll of `list` before `at` withheld (the differ's `confirmShrink`); 0 when none, or never
- * polled. A poll dated more than a minute after `at` is not the last one (a row written by hand: see listStates).
+ * What the polls of `list` before this one say: whether there was any (`polled`: the first poll's leaves are no
+ * changes), and how many leaves the last one before `at` withheld (the differ's `confirmShrink`; 0 when none, or never
+ * polled). A poll dated more than a minute after `at` is not the last one (a row written by hand: see plannerInputs).
  */
-export async function lastPollWithheld(tx: Tx, list: ListName, at: string): Promise<number> {
-  const [row] = await queryRows<{ withheld: number }>(
+export async function previousPolls(tx: Tx, list: ListName, at: string): Promise<{ polled: boolean; withheld: number }> {
+  const [row] = await queryRows<{ polled: boolean; withheld: number | null }>(
     tx,
-    sql`select withheld from list_polls where list = ${list} and at <= ${at}::timestamptz + ${AHEAD_OF_CLOCK}
-        order by at desc, id desc limit 1`,
+    sql`select exists (select from list_polls where list = ${list}) as polled,
+        (select withheld from list_polls where list = ${list} and at <= ${at}::timestamptz + ${AHEAD_OF_CLOCK}
+         order by at desc, id desc limit 1) as withheld`,
   );
-  return Number(row?.withheld ?? 0);
+  return { polled: row?.polled === true, withheld: Number(row?.withheld ?? 0) };
 }
 
 /**
