@@ -52,21 +52,29 @@ function dueAnswered(column: string, requestedAt: string, at: string): SQL {
 
 export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requestedAt: string): Promise<DetailWriteResult> {
   const t = d.ticket;
-  const [old] = await queryRows<MirrorTicket & { same_raw: boolean | null }>(
-    tx,
-    sql`select ${sql.raw(MIRROR_TICKET_COLUMNS)}, raw = ${JSON.stringify(d.raw)}::jsonb as same_raw from tickets where id = ${t.id} for update`,
-  );
   const columns = detailColumns(t);
   const names = columns.map(([c]) => c);
-  await tx.execute(sql`
-    insert into tickets as t (id, ${sql.raw(names.join(', '))}, raw, first_seen_at, last_seen_at, detail_synced_at, state_seen_at)
-    values (${t.id}, ${sql.join(columns.map(([, v]) => v), sql`, `)}, ${JSON.stringify(d.raw)}::jsonb,
-      ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz)
-    on conflict (id) do update set
-      ${sql.raw(names.map((c) => (d.absent.includes(c) ? `${c} = coalesce(excluded.${c}, t.${c})` : `${c} = excluded.${c}`)).join(', '))}, raw = excluded.raw,
-      detail_synced_at = excluded.detail_synced_at, deleted_at = null,
-      detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
-      detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at`);
+  // The row as it was, and the row written, in one statement. Its parts run in no set order: the write reads `old`
+  // (the count), so the row is read and locked before it is written, and `old` is the row before this write.
+  const [old] = await queryRows<MirrorTicket & { same_raw: boolean | null }>(
+    tx,
+    sql`
+    with old as (
+      select ${sql.raw(MIRROR_TICKET_COLUMNS)}, raw = ${JSON.stringify(d.raw)}::jsonb as same_raw from tickets where id = ${t.id} for update
+    ),
+    written as (
+      insert into tickets as t (id, ${sql.raw(names.join(', '))}, raw, first_seen_at, last_seen_at, detail_synced_at, state_seen_at)
+      select ${t.id}, ${sql.join(columns.map(([, v]) => v), sql`, `)}, ${JSON.stringify(d.raw)}::jsonb,
+        ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+      from (select count(*) from old) as locked
+      on conflict (id) do update set
+        ${sql.raw(names.map((c) => (d.absent.includes(c) ? `${c} = coalesce(excluded.${c}, t.${c})` : `${c} = excluded.${c}`)).join(', '))}, raw = excluded.raw,
+        detail_synced_at = excluded.detail_synced_at, deleted_at = null,
+        detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
+        detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at
+    )
+    select * from old`,
+  );
 
   const content = await writeContent(tx, d, at, requestedAt);
 
