@@ -13,6 +13,7 @@ import {
   countWork,
   pickBackfill,
   pickDue,
+  ListActivity,
   pickRevalidate,
   plannerInputs,
   recordRevalidation,
@@ -111,6 +112,8 @@ export class SyncEngine {
    * failure instead, as after a poll that worked. Kept in memory: after a restart a failed list is asked for once more.
    */
   readonly #listFailedAt = new Map<ListName, number>();
+  /** The lists' activity, kept between plans (see ListActivity). */
+  readonly #listActivity = new ListActivity();
   /** The newest ledger row the last look covered (see #othersSpent), and the rows this engine wrote after it. */
   #ledgerSeen = 0;
   readonly #ownRows = new Set<number>();
@@ -191,7 +194,7 @@ export class SyncEngine {
   async plan(now = this.#o.clock.now()): Promise<Plan> {
     await this.init();
     const { db } = this.#o;
-    const { lists, work: counts, history } = await plannerInputs(db, now, this.gate.sentAt(), this.gate.backgroundSentAt());
+    const { lists, work: counts, history } = await plannerInputs(db, now, this.gate.sentAt(), this.gate.backgroundSentAt(), this.#listActivity);
     for (const [list, at] of this.#listFailedAt) {
       if (at > (lists[list].lastPolledAt ?? -Infinity)) lists[list] = { lastPolledAt: at };
     }

@@ -5,6 +5,7 @@ import { queryRows, sql, type Db } from '../../src/db/connect.ts';
 import { loadSamples } from '../../src/db/repos/ledger.ts';
 import {
   countWork,
+  ListActivity,
   pickBackfill,
   pickDue,
   pickRevalidate,
@@ -583,6 +584,46 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect((await history(db)).nextRetryAt).toBe(NOW + 5 * MIN + 1);
       expect((await history(db, NOW + 5 * MIN + 1)).nextRetryAt).toBe(NOW + 2 * HOUR);
       expect((await history(db, NOW + 2 * HOUR)).nextRetryAt).toBeNull();
+    });
+
+    it('kept between plans (ListActivity), counts what a whole read counts, plan after plan: polls recorded since, polls dated ahead whose half hour comes, the window moving on, a clock set back', async () => {
+      // A seeded walk: each step records a few polls — most at the plan's instant (the engine's own: in virtual time a
+      // poll may bear the very instant of the plan before it), some back in the eight days, some ahead (a row a user
+      // wrote), one far ahead — then plans again, a few minutes to a day later, and now and then an hour earlier.
+      let seed = 7;
+      const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+      const kept = new ListActivity();
+      let now = NOW;
+      for (let step = 0; step < 60; step++) {
+        const polls: Array<{ list: string; at: number; changes: number }> = [];
+        for (let i = Math.floor(random() * 4); i > 0; i--) {
+          const r = random();
+          const at = r < 0.6 ? now : r < 0.8 ? now - Math.floor(random() * 8 * DAY) : r < 0.95 ? now + Math.floor(random() * 3 * HOUR) : now + 30 * DAY;
+          polls.push({ list: LIST_NAMES[Math.floor(random() * 4)]!, at, changes: Math.floor(random() * 5) });
+        }
+        await insertPolls(db, polls);
+        const r = random();
+        now += r < 0.1 ? -HOUR : r < 0.8 ? Math.floor(random() * 20 * MIN) : Math.floor(random() * DAY);
+        const whole = (await plannerInputs(db, now, [], [])).history;
+        const incremental = (await plannerInputs(db, now, [], [], kept)).history;
+        expect({ step, changes: incremental.changes, polls: incremental.pollsLastDay }).toEqual({ step, changes: whole.changes, polls: whole.pollsLastDay });
+      }
+    });
+
+    it('kept between plans, reads only what the last plan did not count, and two plans at once count nothing twice', async () => {
+      const kept = new ListActivity();
+      await insertPolls(db, [{ list: 'open', at: NOW - HOUR, changes: 2 }]);
+      await plannerInputs(db, NOW, [], [], kept);
+      // A row the last plan counted, changed behind its back: not read again (list_polls is the mirror's own log).
+      await db.execute(sql`update list_polls set changes = 100`);
+      await insertPolls(db, [{ list: 'self', at: NOW + MIN, changes: 3 }]);
+      const [a, b] = await Promise.all([plannerInputs(db, NOW + 2 * MIN, [], [], kept), plannerInputs(db, NOW + 2 * MIN, [], [], kept)]);
+      const expected = spikes(HISTORY_BUCKETS, [[0, 3], [2, 2]]);
+      // The first counted into `kept`, reading the new row alone; the second, at once, read everything itself.
+      expect([a.history.changes, b.history.changes].map((c) => c.reduce((x, y) => x + y, 0))).toEqual([5, 103]);
+      expect((await plannerInputs(db, NOW + 3 * MIN, [], [], kept)).history.changes).toEqual(expected);
+      // A plan at an instant before the last one's (a clock set back, its rows restamped) reads everything again.
+      expect((await plannerInputs(db, NOW + MIN, [], [], kept)).history.changes).toEqual(spikes(HISTORY_BUCKETS, [[0, 3], [2, 100]]));
     });
 
     it('keeps microseconds from moving a bucket: 11:59:59.999999 is the previous half hour', async () => {

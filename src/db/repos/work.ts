@@ -247,6 +247,74 @@ export interface PlannerInputs {
 }
 
 /**
+ * The list activity of the last eight days — list changes and polls per clock half hour — kept from one plan to the
+ * next, so that a plan reads only the polls recorded since the one before instead of eight days of list_polls (at
+ * `abundant`'s 600 polls an hour, 115,000 rows and some 40 ms a plan; a plan comes after every pass and at every wake).
+ * A plan reads the polls the last one did not count: those recorded after it (a higher id) and those whose instant it
+ * has passed since (a poll dated ahead of the clock counts once its half hour comes, as in a whole read). list_polls is
+ * the mirror's own log, one row a poll, never changed but by a clock set back (restampFuture): a plan at an instant
+ * before the last one's reads it whole again. What it does not see until the next whole read (a restart): a row a user
+ * deletes or changes, and one inserted with an id below the newest one and an instant already passed.
+ */
+export class ListActivity {
+  /** Changes and polls by half hour (epoch ms / BUCKET_MS). */
+  readonly #buckets = new Map<number, { changes: number; polls: number }>();
+  /** The newest list_polls id the last read saw (PostgreSQL's bigint, as text), or null: read whole next time. */
+  #lastId: string | null = null;
+  /** The instant of the last read: a poll dated up to it, with an id up to `lastId`, is counted. */
+  #readTo = 0;
+  /** A read is under way (between `unread` and `add` or `abandon`): a second one at once would count its polls twice. */
+  busy = false;
+
+  /** Starts a read at `now`: the polls it must count (an SQL condition on list_polls), or null for all of them. */
+  unread(now: number): SQL | null {
+    this.busy = true;
+    if (this.#lastId === null || now < this.#readTo) {
+      this.#buckets.clear();
+      this.#lastId = null;
+      return null;
+    }
+    return sql`(id > ${this.#lastId}::bigint or at > ${isoMicros(this.#readTo)}::timestamptz)`;
+  }
+
+  /** Adds what a read at `now` found (per half hour), the newest id it saw with it. */
+  add(now: number, lastId: string | number | null, rows: ReadonlyArray<[bucket: number, changes: number, polls: number]>): void {
+    for (const [bucket, changes, polls] of rows) {
+      const b = this.#buckets.get(Number(bucket)) ?? { changes: 0, polls: 0 };
+      b.changes += changes;
+      b.polls += polls;
+      this.#buckets.set(Number(bucket), b);
+    }
+    const oldest = Math.floor(now / BUCKET_MS) - (HISTORY_BUCKETS - 1);
+    for (const bucket of this.#buckets.keys()) if (bucket < oldest) this.#buckets.delete(bucket);
+    // An empty table: every poll to come has a higher id than none, so "after 0" is not enough (a user's row may have a
+    // negative id); read whole until one is there.
+    this.#lastId = lastId === null ? null : String(lastId);
+    this.#readTo = now;
+    this.busy = false;
+  }
+
+  /** A read that failed: nothing was counted. */
+  abandon(): void {
+    this.busy = false;
+  }
+
+  /** PlannerHistory's `changes` and `pollsLastDay` at `now` (the instant of the last `add`). */
+  at(now: number): { changes: number[]; pollsLastDay: number } {
+    const bucketNow = Math.floor(now / BUCKET_MS);
+    const { changes } = emptyHistory();
+    let pollsLastDay = 0;
+    for (const [bucket, b] of this.#buckets) {
+      const k = bucketNow - bucket;
+      if (k < 0 || k >= changes.length) continue;
+      changes[k]! += b.changes;
+      if (k < DAY_MS / BUCKET_MS) pollsLastDay += b.polls;
+    }
+    return { changes, pollsLastDay };
+  }
+}
+
+/**
  * Everything a plan reads of the mirror, in one statement (the planner runs after every pass and at every wake: four
  * round trips were most of a quiet wake's cost):
  * - each list's last successful poll up to `now` (and the minute after it, as a clock set back is told: time.ts). A
@@ -255,18 +323,29 @@ export interface PlannerInputs {
  * - the work there is (countWork);
  * - the past (PlannerHistory): the requests still in the rolling window, from `sentAt`, and background's among them,
  *   from `backgroundAt` (see requestUsage: the budget's own samples, not a query); list changes per clock half hour of
- *   the last eight days (the activity the sweeps follow), the first poll ever, and the earliest per-ticket retry.
+ *   the last eight days (the activity the sweeps follow: what `activity` has not counted yet, see ListActivity; a fresh
+ *   one reads them all), the first poll ever, and the earliest per-ticket retry.
  * list_polls is never pruned: each list is read through one index probe, never scanned whole.
  */
-export async function plannerInputs(tx: Tx, now: number, sentAt: Iterable<number>, backgroundAt: Iterable<number>): Promise<PlannerInputs> {
+export async function plannerInputs(
+  tx: Tx,
+  now: number,
+  sentAt: Iterable<number>,
+  backgroundAt: Iterable<number>,
+  kept?: ListActivity,
+): Promise<PlannerInputs> {
   const at = isoMicros(now);
   const bucketNow = Math.floor(now / BUCKET_MS);
+  // One read at a time counts into `kept`; one while another is under way reads whole.
+  const activity = kept && !kept.busy ? kept : new ListActivity();
+  const unread = activity.unread(now);
   const [row] = await queryRows<
     WorkCountRow & {
       lists: Array<[string, number | null]> | null;
       retry_ms: string | number | null;
       first_ms: string | number | null;
       activity: Array<[number, number, number]> | null;
+      last_id: string | number | null;
     }
   >(
     tx,
@@ -284,27 +363,23 @@ export async function plannerInputs(tx: Tx, now: number, sentAt: Iterable<number
           from list_polls
           where list = any(${LIST_ARRAY}::text[])
             and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${at}::timestamptz
-          group by 1) a) as activity`,
-  );
+            and ${unread ?? sql`true`}
+          group by 1) a) as activity,
+      (select max(id) from list_polls) as last_id`,
+  ).catch((error: unknown) => {
+    activity.abandon();
+    throw error;
+  });
+  activity.add(now, row?.last_id ?? null, row?.activity ?? []);
   const lists = {} as Record<ListName, ListState>;
   for (const l of LIST_NAMES) lists[l] = { lastPolledAt: null };
   for (const [list, lastMs] of row?.lists ?? []) if (list in lists) lists[list as ListName] = { lastPolledAt: lastMs === null ? null : Number(lastMs) };
-
-  const { changes } = emptyHistory();
-  let pollsLastDay = 0;
-  for (const [bucket, n, polls] of row?.activity ?? []) {
-    const k = bucketNow - Number(bucket);
-    if (k < 0 || k >= changes.length) continue;
-    changes[k]! += n;
-    if (k < DAY_MS / BUCKET_MS) pollsLastDay += polls;
-  }
   return {
     lists,
     work: workCountsOf(row),
     history: {
-      changes,
+      ...activity.at(now),
       firstPollAt: row?.first_ms == null ? null : Number(row.first_ms),
-      pollsLastDay,
       ...requestUsage(sentAt, now, backgroundAt),
       nextRetryAt: row?.retry_ms == null ? null : Number(row.retry_ms),
     },
