@@ -19,7 +19,7 @@ export interface ListState {
 }
 
 /**
- * What the last eight days looked like, for the schedule and the pacing (see db/repos/work.ts `plannerHistory`). Every
+ * What the last eight days looked like, for the schedule and the pacing (see db/repos/work.ts `plannerInputs`). Every
  * figure is counted in fixed clock buckets (half hours, hours), not in windows sliding with `now`, so that the plan
  * only changes at known instants and can say when it will next want anything (`Plan.wakeAt`).
  */

@@ -135,7 +135,7 @@ export interface PlannerInput {
   oldestDetailAt?: number | null;
   /** The same among the open tickets: a round of them takes at least its age. @default null */
   oldestOpenDetailAt?: number | null;
-  /** Activity and request history (db/repos/work.ts `plannerHistory`). */
+  /** Activity and request history (db/repos/work.ts `plannerInputs`). */
   history: PlannerHistory;
 }
 
