@@ -2,6 +2,7 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
 import { requestsByHour } from '../db/repos/ledger.ts';
 import { runErrors } from '../db/repos/runs.ts';
+import type { ListActivity } from '../db/repos/work.ts';
 import { safeText } from '../logger.ts';
 import { mirrorStatus, type MirrorStatus } from '../sync/status.ts';
 import { canonicalTimestamp, DAY_MS, HOUR_MS, MINUTE_MS } from '../time.ts';
@@ -40,8 +41,9 @@ export async function loadStatusPageData(
   now: number,
   health: ReplicaHealth,
   readiness: Readiness,
+  activity?: ListActivity,
 ): Promise<StatusPageData> {
-  const [status, hours, errors] = await Promise.all([mirrorStatus(db, config, now), requestsPerHour(db, now), recentErrors(db, 10)]);
+  const [status, hours, errors] = await Promise.all([mirrorStatus(db, config, now, activity), requestsPerHour(db, now), recentErrors(db, 10)]);
   return { status, health, readiness, hours, errors };
 }
 

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/connect.ts';
 import { ping } from '../db/repos/status.ts';
+import { ListActivity } from '../db/repos/work.ts';
 import { coerceError, safeErrorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { localDate, PeriodError, periodFromQuery } from '../report/period.ts';
@@ -83,6 +84,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   };
 
   const reads = databaseReads();
+  // The lists' activity, kept from one request to the next: a scrape every few seconds reads only the polls since.
+  const activity = new ListActivity();
   const routes: Record<string, (query: URLSearchParams) => Promise<Answer>> = {
     '/healthz': async () => ({ status: 200, type: TEXT, body: 'ok\n' }),
     '/readyz': async () => {
@@ -90,17 +93,17 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       return { status: r.ready ? 200 : 503, type: TEXT, body: `${r.ready ? 'ready' : 'not ready'}: ${r.reason}\n` };
     },
     '/metrics': async () => {
-      o.metrics.update(await mirrorStatus(o.db, o.config, o.clock.now()), o.replica.role === 'leader');
+      o.metrics.update(await mirrorStatus(o.db, o.config, o.clock.now(), activity), o.replica.role === 'leader');
       return { status: 200, type: o.metrics.contentType, body: await o.metrics.text() };
     },
     '/status.json': async () => {
-      const status = await mirrorStatus(o.db, o.config, o.clock.now());
+      const status = await mirrorStatus(o.db, o.config, o.clock.now(), activity);
       const body = { ...status, daemon: { pid: process.pid, role: o.replica.role } };
       return { status: 200, type: 'application/json; charset=utf-8', body: `${JSON.stringify(body, null, 2)}\n` };
     },
     '/status': async () => {
       const health = o.replica.health;
-      const data = await loadStatusPageData(o.db, o.config, o.clock.now(), health, readiness(health, null));
+      const data = await loadStatusPageData(o.db, o.config, o.clock.now(), health, readiness(health, null), activity);
       return { status: 200, type: 'text/html; charset=utf-8', body: renderStatusPage(data), headers: { 'content-security-policy': PAGE_POLICY } };
     },
     '/report': async (query) => {

@@ -4,7 +4,7 @@ import { loadSamples } from '../db/repos/ledger.ts';
 import { safeText } from '../logger.ts';
 import { lastRun } from '../db/repos/runs.ts';
 import { rowCounts, ticketCounts } from '../db/repos/status.ts';
-import { plannerInputs } from '../db/repos/work.ts';
+import { plannerInputs, type ListActivity } from '../db/repos/work.ts';
 import { canonicalTimestamp, DAY_MS, HOUR_MS } from '../time.ts';
 import { budgetAt, type BudgetSnapshot } from './budget.ts';
 import { backfillEtaMs, planPass, type Plan } from './planner.ts';
@@ -37,7 +37,16 @@ export interface MirrorStatus {
   none?: string;
 }
 
-export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>, now: number): Promise<MirrorStatus> {
+/**
+ * The mirror's status at `now`, with the plan a pass would follow. `activity` keeps the lists' activity between calls
+ * (see ListActivity: the status server's scrapes, every few seconds); without it the eight days are read whole.
+ */
+export async function mirrorStatus(
+  db: Db,
+  config: Pick<Config, 'dailyLimit' | 'minuteLimit' | 'reserve'>,
+  now: number,
+  activity?: ListActivity,
+): Promise<MirrorStatus> {
   const limits = { daily: config.dailyLimit, minute: config.minuteLimit, reserve: config.reserve };
   const samples = await loadSamples(db, now - DAY_MS, { minute: config.minuteLimit, daily: config.dailyLimit });
   const { lists, work, history } = await plannerInputs(
@@ -45,6 +54,7 @@ export async function mirrorStatus(db: Db, config: Pick<Config, 'dailyLimit' | '
     now,
     samples.map((s) => s.at),
     samples.filter((s) => isBackgroundKind(s.kind)).map((s) => s.at),
+    activity,
   );
   const budget = budgetAt(limits, samples, now);
   const plan = planPass({ now, budget, lists, dueCount: work.due, backfillCount: work.backfill, openCount: work.open, oldestDetailAt: work.oldestDetailAt, oldestOpenDetailAt: work.oldestOpenDetailAt, history });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/db/connect.ts';
+import { ListActivity } from '../../src/db/repos/work.ts';
 import { formatStatus, mirrorStatus } from '../../src/sync/status.ts';
 import { backends, type TestDatabase } from '../helpers/db.ts';
 import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
@@ -40,5 +41,18 @@ describe.each(backends)('status counts on $name', ({ open }) => {
     expect(after.counts.tickets).toBe(TICKETS);
     expect(after.backfill).toMatchObject({ fetched: TICKETS - 1, total: TICKETS - 1, remaining: 0 });
     expect(formatStatus(after)).toContain(`backfill  ${TICKETS - 1} of ${TICKETS - 1} details fetched (100%); 0 to go`);
+  });
+
+  it('with the lists\' activity kept from one call to the next (the status server\'s), gives the plan a whole read gives', async () => {
+    const config = { dailyLimit: LIMITS.daily, minuteLimit: LIMITS.minute, reserve: LIMITS.reserve };
+    const kept = new ListActivity();
+    for (let hour = 0; hour < 3; hour++) {
+      // Changes the hour's polls find (new tickets): the plan's poll schedule follows them.
+      for (let i = 0; i < 3; i++) mirror.sim.model.newTicket({ attachments: 0 });
+      await mirror.runFor(60 * 60_000);
+      const whole = await mirrorStatus(mirror.db, config, mirror.clock.now());
+      const incremental = await mirrorStatus(mirror.db, config, mirror.clock.now(), kept);
+      expect(incremental.plan).toEqual(whole.plan);
+    }
   });
 });
