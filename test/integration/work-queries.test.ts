@@ -626,6 +626,22 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect((await plannerInputs(db, NOW + MIN, [], [], kept)).history.changes).toEqual(spikes(HISTORY_BUCKETS, [[0, 3], [2, 100]]));
     });
 
+    it('kept between plans, still counts every poll after a row a user wrote with the highest id there is, and one with a negative id', async () => {
+      const kept = new ListActivity();
+      await db.execute(sql`insert into list_polls (id, list, at, items, changes) values
+        (9223372036854775807, 'open', ${isoMicros(NOW - HOUR)}::timestamptz, 10, 4), (-5, 'self', ${isoMicros(NOW - 2 * HOUR)}::timestamptz, 10, 1)`);
+      await plannerInputs(db, NOW, [], [], kept);
+      // The engine's polls get ids below the user's; each is answered after the plan before it, and so still counted.
+      let now = NOW;
+      for (let i = 1; i <= 5; i++) {
+        await insertPolls(db, [{ list: 'unassigned', at: now + 1, changes: i }]);
+        now += 10 * MIN;
+        const whole = (await plannerInputs(db, now, [], [])).history.changes;
+        expect((await plannerInputs(db, now, [], [], kept)).history.changes).toEqual(whole);
+      }
+      expect((await plannerInputs(db, now, [], [], kept)).history.changes.reduce((a, b) => a + b, 0)).toBe(4 + 1 + 15);
+    });
+
     it('keeps microseconds from moving a bucket: 11:59:59.999999 is the previous half hour', async () => {
       await db.execute(sql`
         insert into list_polls (list, at, items, changes) values ('open', ${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 1, 3)`);
