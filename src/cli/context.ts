@@ -51,6 +51,13 @@ export function openConfiguredDatabase(config: Config, logger?: Logger): Promise
     schema: config.dbSchema,
     report: config.report,
     onCreate: logger && ((dir) => logger.info({ dir }, 'creating the embedded database (first start; initdb takes a few seconds)')),
+    onUnprepared:
+      logger &&
+      ((error) =>
+        logger.warn(
+          { err: error },
+          'PostgreSQL refused a prepared statement (a pooler in transaction mode? a table altered by hand?): that statement failed and will be tried again; from now on statements are sent unprepared',
+        )),
   });
 }
 

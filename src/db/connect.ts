@@ -11,6 +11,7 @@ import type { ReportSettings } from '../model/reportSettings.ts';
 import { NewerSchemaError } from '../errors.ts';
 import { intOption } from '../options.ts';
 import { lockDataFolder, type FolderLock } from './pgliteLock.ts';
+import { namingClient, StatementNames } from './preparedStatements.ts';
 import { applyComments } from './repos/comments.ts';
 import { lastMigrationAt } from './repos/migrations.ts';
 import { restoreViews, viewDefinitions, type ViewDefinition, type ViewsRestored } from './repos/views.ts';
@@ -64,6 +65,11 @@ export interface OpenDatabaseOptions {
    * sessions take turns instead (sessionScheduler.ts, its hold timeout). @default DB_LOCK_TIMEOUT_MS
    */
   lockTimeoutMs?: number;
+  /**
+   * On PostgreSQL, told once when the server refused a named prepared statement (a pooler in transaction mode, a table
+   * altered by hand) and the process went on without them (preparedStatements.ts).
+   */
+  onUnprepared?: (error: Error) => void;
 }
 
 /** The default of OpenDatabaseOptions.lockTimeoutMs: a minute, as long as the embedded database's hold timeout. */
@@ -108,6 +114,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       lockTimeoutMs: intOption('lockTimeoutMs', options.lockTimeoutMs, DB_LOCK_TIMEOUT_MS, 0),
       report: options.report,
       applicationName: options.applicationName ?? 'ticket-mirror',
+      onUnprepared: options.onUnprepared,
     });
   }
   if (!options.pgliteDir) throw new Error('openDatabase needs databaseUrl or pgliteDir');
@@ -143,7 +150,13 @@ export function survivesLostConnections(pool: pg.Pool): void {
 async function openPostgres(
   url: string,
   schemaName: string,
-  { max, lockTimeoutMs, report, applicationName }: { max: number; lockTimeoutMs: number; report: ReportSettings | undefined; applicationName: string },
+  {
+    max,
+    lockTimeoutMs,
+    report,
+    applicationName,
+    onUnprepared,
+  }: { max: number; lockTimeoutMs: number; report: ReportSettings | undefined; applicationName: string; onUnprepared: ((error: Error) => void) | undefined },
 ): Promise<Database> {
   // A poll of a list of 100,000 tickets allocates some 80 MB that dies within the poll (items, the batches' parameters),
   // much of it after outliving V8's young generation. V8 let the old generation reach ~100 MB between full collections
@@ -159,6 +172,8 @@ async function openPostgres(
     // lock no longer than lockTimeoutMs.
     options: `-c TimeZone=UTC -c search_path=${schemaName} -c lock_timeout=${lockTimeoutMs}`,
     connectionTimeoutMillis: 10_000,
+    // The statements sent again and again are parsed once a session (preparedStatements.ts).
+    Client: namingClient(new StatementNames(onUnprepared)),
   });
   survivesLostConnections(pool);
   const db = drizzlePg(pool, { schema }) as unknown as Db;
