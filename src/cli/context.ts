@@ -1,5 +1,6 @@
 import { loadConfig, type Config } from '../config/loadConfig.ts';
 import { openDatabase, type Database } from '../db/connect.ts';
+import { UNPREPARED_WARNING } from '../db/preparedStatements.ts';
 import { chooseLogFormat, createCliLogger, type LogStream, type Logger } from '../logger.ts';
 import { TerminalLine, type TerminalStream } from './terminalLine.ts';
 
@@ -51,13 +52,7 @@ export function openConfiguredDatabase(config: Config, logger?: Logger): Promise
     schema: config.dbSchema,
     report: config.report,
     onCreate: logger && ((dir) => logger.info({ dir }, 'creating the embedded database (first start; initdb takes a few seconds)')),
-    onUnprepared:
-      logger &&
-      ((error) =>
-        logger.warn(
-          { err: error },
-          'PostgreSQL refused a prepared statement (a pooler in transaction mode? a table altered by hand?): that statement failed and will be tried again; from now on statements are sent unprepared',
-        )),
+    onUnprepared: logger && ((error) => logger.warn({ err: error }, UNPREPARED_WARNING)),
   });
 }
 

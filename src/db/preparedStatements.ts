@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 
+/** What the log says when `onOff` is told. */
+export const UNPREPARED_WARNING =
+  'PostgreSQL refused a prepared statement (a pooler in transaction mode? a table altered by hand?): that statement failed and is tried again with its pass; from now on statements are sent unprepared';
+
 /**
  * Named prepared statements for the texts the daemon sends again and again.
  *

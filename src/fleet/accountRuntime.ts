@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { configWarnings, parseApiUrl } from '../config/loadConfig.ts';
 import { openDatabase, shippedViews, type Database } from '../db/connect.ts';
+import { UNPREPARED_WARNING } from '../db/preparedStatements.ts';
 import type { FleetDatabase } from '../db/fleet.ts';
 import { migrationState } from '../db/migrationState.ts';
 import { fleetChannels, refreshFleetViews, type Account } from '../db/repos/accounts.ts';
@@ -83,7 +84,13 @@ export class RuntimeCache {
     // (Another process's requests since the last pass of the account: the engine loads the budget again itself.)
     if (!entry) {
       await this.#makeRoom();
-      const database = await openDatabase({ databaseUrl: this.#o.fleet.databaseUrl, schema: account.schemaName, poolSize: 1, applicationName: `tm ${account.name} ${this.#o.workerId}` });
+      const database = await openDatabase({
+        databaseUrl: this.#o.fleet.databaseUrl,
+        schema: account.schemaName,
+        poolSize: 1,
+        applicationName: `tm ${account.name} ${this.#o.workerId}`,
+        onUnprepared: (error) => this.#o.logger.child({ account: account.name }).warn({ err: error }, UNPREPARED_WARNING),
+      });
       try {
         await this.#migrateOnce(account, database);
         entry = this.#build(account, database);
