@@ -4,7 +4,8 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/connect.ts';
 import { markDeleted, recordDetailFailure, writeDetail } from '../db/repos/details.ts';
 import type { LedgerSample } from '../model/ledgerSample.ts';
-import { dropRequest, insertRequest, ledgerSince, loadSamples, newestRequestId, openRequest, settleRequest } from '../db/repos/ledger.ts';
+import { requestUsage } from '../model/plannerHistory.ts';
+import { dropRequest, insertRequest, loadSamples, newestRequestId, openRequest, settleRequest, type LedgerGained } from '../db/repos/ledger.ts';
 import { restampFuture } from '../db/repos/clockSetBack.ts';
 import { collapsePassStates } from '../db/repos/history.ts';
 import { markMissingAfterSweep } from '../db/repos/lists.ts';
@@ -151,18 +152,17 @@ export class SyncEngine {
   }
 
   /**
-   * Before a pass: when another process wrote to the ledger since the last look — a `sync`, `check`, `reply` or
-   * `attachment` beside `run` (on PostgreSQL, or through the embedded database's SQL socket) — the budget is loaded
-   * again. Before, the gate held the ledger as it was at start plus its own requests, and a daemon beside 240 `check`s
-   * went on spending a budget it believed three quarters unspent, past the daily limit into a 429 (a helper's probe).
-   * One small query a pass: the rows after the last one seen.
+   * Before a pass (read with the plan's inputs): when another process wrote to the ledger since the last look — a
+   * `sync`, `check`, `reply` or `attachment` beside `run` (on PostgreSQL, or through the embedded database's SQL socket)
+   * — the budget is loaded again. Before, the gate held the ledger as it was at start plus its own requests, and a
+   * daemon beside 240 `check`s went on spending a budget it believed three quarters unspent, past the daily limit into
+   * a 429 (a helper's probe). Tells whether it loaded the budget again.
    */
-  async #othersSpent(now: number): Promise<void> {
-    await this.#pendingLedger;
-    const since = await ledgerSince(this.#o.db, this.#ledgerSeen, [...this.#ownRows]);
-    for (const id of this.#ownRows) if (id <= since.latest) this.#ownRows.delete(id);
-    this.#ledgerSeen = Math.max(this.#ledgerSeen, since.latest);
-    if (since.others) this.gate.reload(await this.#loadSamples(now));
+  async #othersSpent(now: number, gained: LedgerGained): Promise<boolean> {
+    for (const id of this.#ownRows) if (id <= gained.latest) this.#ownRows.delete(id);
+    this.#ledgerSeen = Math.max(this.#ledgerSeen, gained.latest);
+    if (gained.others) this.gate.reload(await this.#loadSamples(now));
+    return gained.others;
   }
 
   get gate(): BudgetGate {
@@ -190,11 +190,21 @@ export class SyncEngine {
     return this.#client;
   }
 
-  /** The plan a pass would follow now. */
-  async plan(now = this.#o.clock.now()): Promise<Plan> {
+  /**
+   * The plan a pass would follow now. A pass's plan (`lookAtLedger`) also looks at what the ledger gained since the
+   * last pass, in the same statement, and loads the budget again when another process spent some (#othersSpent).
+   */
+  async plan(now = this.#o.clock.now(), lookAtLedger = false): Promise<Plan> {
     await this.init();
     const { db } = this.#o;
-    const { lists, work: counts, history } = await plannerInputs(db, now, this.gate.sentAt(), this.gate.backgroundSentAt(), this.#listActivity);
+    if (lookAtLedger) await this.#pendingLedger;
+    const ledger = lookAtLedger ? { after: this.#ledgerSeen, own: [...this.#ownRows] } : undefined;
+    const inputs = await plannerInputs(db, now, this.gate.sentAt(), this.gate.backgroundSentAt(), this.#listActivity, ledger);
+    const { lists, work: counts } = inputs;
+    let { history } = inputs;
+    if (inputs.ledger && (await this.#othersSpent(now, inputs.ledger))) {
+      history = { ...history, ...requestUsage(this.gate.sentAt(), now, this.gate.backgroundSentAt()) };
+    }
     for (const [list, at] of this.#listFailedAt) {
       if (at > (lists[list].lastPolledAt ?? -Infinity)) lists[list] = { lastPolledAt: at };
     }
@@ -218,8 +228,7 @@ export class SyncEngine {
     await this.init();
     const startedAt = this.#o.clock.now();
     await this.#afterClockSetBack(startedAt);
-    await this.#othersSpent(startedAt);
-    const plan = await this.plan(startedAt);
+    const plan = await this.plan(startedAt, true);
     this.events.safeEmit('pass:started', { at: startedAt, plan });
     this.#requestsThisPass = 0;
     this.#changedThisPass.clear();

@@ -461,6 +461,23 @@ describe.each(backends)('work queries on $name', ({ open }) => {
     });
   });
 
+  describe('plannerInputs: what the ledger gained', () => {
+    it('after a row: its newest id, and whether a row not among its own is there (another process spent); nothing without `ledger`', async () => {
+      const ids = async () => (await queryRows<{ id: string | number }>(db, sql`select id from api_requests order by id`)).map((r) => Number(r.id));
+      expect((await plannerInputs(db, NOW, [], [])).ledger).toBeUndefined();
+      expect((await plannerInputs(db, NOW, [], [], undefined, { after: 0, own: [] })).ledger).toEqual({ latest: 0, others: false });
+      await insertRequests(db, [NOW - 3 * MIN, NOW - 2 * MIN]);
+      const [first, second] = await ids();
+      // Its own rows only: nobody else spent.
+      expect((await plannerInputs(db, NOW, [], [], undefined, { after: 0, own: [first!, second!] })).ledger).toEqual({ latest: second, others: false });
+      // One of them not its own: another process's.
+      expect((await plannerInputs(db, NOW, [], [], undefined, { after: 0, own: [first!] })).ledger).toEqual({ latest: second, others: true });
+      // Rows up to `after` are not looked at; nothing after it: `after` is the newest.
+      expect((await plannerInputs(db, NOW, [], [], undefined, { after: first!, own: [second!] })).ledger).toEqual({ latest: second, others: false });
+      expect((await plannerInputs(db, NOW, [], [], undefined, { after: second!, own: [] })).ledger).toEqual({ latest: second, others: false });
+    });
+  });
+
   describe('plannerInputs: the history', () => {
     it('is empty for an empty mirror', async () => {
       expect(await history(db)).toEqual({

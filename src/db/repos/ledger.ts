@@ -1,3 +1,4 @@
+import type { SQL } from 'drizzle-orm';
 import type { LedgerEntry, LedgerStart } from '../../api/client.ts';
 import type { LedgerSample } from '../../model/ledgerSample.ts';
 import { DAY_MS, isoMicros } from '../../time.ts';
@@ -135,15 +136,23 @@ export async function newestRequestId(tx: Tx): Promise<number> {
   return Number(row?.id ?? 0);
 }
 
+/** What the ledger gained after a row: its newest id then, and whether any of the rows is another process's. */
+export interface LedgerGained {
+  latest: number;
+  others: boolean;
+}
+
 /**
- * What the ledger gained after row `after` (an id): its newest id then (`after` when nothing), and whether any of the
- * rows is not among `own` — another process (a `sync`, `check` or `reply` beside `run`) spent the token's budget.
+ * What the ledger gained after row `after` (an id), as one JSON value `[latest, others]` for a statement to select
+ * (plannerInputs reads it with the plan's inputs): its newest id then (null when nothing), and how many of the rows are
+ * not among `own` — another process (a `sync`, `check` or `reply` beside `run`) spent the token's budget.
  */
-export async function ledgerSince(tx: Tx, after: number, own: readonly number[]): Promise<{ latest: number; others: boolean }> {
-  const [row] = await queryRows<{ latest: string | number | null; others: number }>(
-    tx,
-    sql`select max(id) as latest, count(*) filter (where id not in (select jsonb_array_elements_text(${JSON.stringify(own)}::jsonb)::bigint))::int as others
-        from api_requests where id > ${after}`,
-  );
-  return { latest: Number(row?.latest ?? after), others: (row?.others ?? 0) > 0 };
+export function ledgerGainedSql(after: number, own: readonly number[]): SQL {
+  return sql`(select json_build_array(max(id), count(*) filter (where id not in (select jsonb_array_elements_text(${JSON.stringify(own)}::jsonb)::bigint)))
+      from api_requests where id > ${after})`;
+}
+
+/** ledgerGainedSql's value read. */
+export function ledgerGainedOf(after: number, value: [string | number | null, number] | null | undefined): LedgerGained {
+  return { latest: Number(value?.[0] ?? after), others: (value?.[1] ?? 0) > 0 };
 }

@@ -4,6 +4,7 @@ import { BUCKET_MS, emptyHistory, HISTORY_BUCKETS, requestUsage, type ListState,
 import { learnedMultipliers, neutralMultipliers } from '../../model/revalidation.ts';
 import { CLOCK_SET_BACK_MS, DAY_MS, HOUR_MS, isoMicros, SECOND_MS } from '../../time.ts';
 import { queryRows, sql, type Tx } from '../connect.ts';
+import { ledgerGainedOf, ledgerGainedSql, type LedgerGained } from './ledger.ts';
 
 /**
  * What the planner needs to know of the mirror, and the tickets it picks, each in one query. The orderings are the
@@ -244,6 +245,8 @@ export interface PlannerInputs {
   lists: Record<ListName, ListState>;
   work: WorkCounts;
   history: PlannerHistory;
+  /** What the ledger gained after the row plannerInputs was given (`ledger`), when it was given one. */
+  ledger?: LedgerGained;
 }
 
 /**
@@ -329,7 +332,8 @@ export class ListActivity {
  * - the past (PlannerHistory): the requests still in the rolling window, from `sentAt`, and background's among them,
  *   from `backgroundAt` (see requestUsage: the budget's own samples, not a query); list changes per clock half hour of
  *   the last eight days (the activity the sweeps follow: what `activity` has not counted yet, see ListActivity; a fresh
- *   one reads them all), the first poll ever, and the earliest per-ticket retry.
+ *   one reads them all), the first poll ever, and the earliest per-ticket retry;
+ * - given `ledger`, what api_requests gained after its row `after` (ledgerGainedSql: another process's requests?).
  * list_polls is never pruned: each list is read through one index probe, never scanned whole.
  */
 export async function plannerInputs(
@@ -338,6 +342,7 @@ export async function plannerInputs(
   sentAt: Iterable<number>,
   backgroundAt: Iterable<number>,
   kept?: ListActivity,
+  ledger?: { after: number; own: readonly number[] },
 ): Promise<PlannerInputs> {
   const at = isoMicros(now);
   const bucketNow = Math.floor(now / BUCKET_MS);
@@ -351,6 +356,7 @@ export async function plannerInputs(
       first_ms: string | number | null;
       activity: Array<[number, number, number]> | null;
       last_id: string | number | null;
+      ledger?: [string | number | null, number] | null;
     }
   >(
     tx,
@@ -370,7 +376,8 @@ export async function plannerInputs(
             and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${at}::timestamptz
             and ${unread ?? sql`true`}
           group by 1) a) as activity,
-      (select max(id) from list_polls) as last_id`,
+      (select max(id) from list_polls) as last_id
+      ${ledger ? sql`, ${ledgerGainedSql(ledger.after, ledger.own)} as ledger` : sql``}`,
   ).catch((error: unknown) => {
     activity.abandon();
     throw error;
@@ -388,5 +395,6 @@ export async function plannerInputs(
       ...requestUsage(sentAt, now, backgroundAt),
       nextRetryAt: row?.retry_ms == null ? null : Number(row.retry_ms),
     },
+    ...(ledger ? { ledger: ledgerGainedOf(ledger.after, row?.ledger) } : {}),
   };
 }
