@@ -17,7 +17,6 @@ import {
   ListActivity,
   pickRevalidate,
   plannerInputs,
-  recordRevalidation,
   revalidationMultipliers,
   type RevalidationSample,
 } from '../db/repos/work.ts';
@@ -420,12 +419,10 @@ export class SyncEngine {
       const response = await this.client.detail(id, kind);
       const mapped = mapDetail(response.body, id);
       if (mapped.problems.length > 0) this.#o.logger.warn({ ticket: id, problems: mapped.problems }, 'odd values in a ticket detail');
-      const result = await db.transaction(async (tx) => {
-        const written = await writeDetail(tx, mapped, isoMicros(response.at), requestedAt);
-        // A re-read teaches the revalidation order whether it found a change (db/repos/work.ts), in the detail's transaction.
-        if (sample) await recordRevalidation(tx, sample, written.changed, response.at);
-        return written;
-      });
+      // A re-read teaches the revalidation order whether it found a change (db/repos/work.ts), in the detail's statement.
+      const result = await db.transaction((tx) =>
+        writeDetail(tx, mapped, isoMicros(response.at), requestedAt, sample ? { sample, at: response.at } : undefined),
+      );
       if (result.heldElsewhere.length > 0) {
         this.#o.logger.warn(
           { ticket: id, heldElsewhere: result.heldElsewhere.slice(0, 20) },

@@ -10,8 +10,9 @@ import {
   pickDue,
   pickRevalidate,
   plannerInputs,
-  recordRevalidation,
+  revalidationLearnt,
   revalidationMultipliers,
+  type RevalidationSample,
 } from '../../src/db/repos/work.ts';
 import { neutralMultipliers } from '../../src/model/revalidation.ts';
 import { BUCKET_MS, type PlannerHistory } from '../../src/model/plannerHistory.ts';
@@ -72,6 +73,11 @@ async function insertRequests(db: Db, sentAt: readonly number[], kind: RequestKi
     await db.execute(sql`
       insert into api_requests (at, method, path, status, kind) values (${isoMicros(at)}::timestamptz, 'GET', '/api/v1/tickets', 200, ${kind})`);
   }
+}
+
+/** One re-read counted, as writeDetail counts it (in the detail's statement). */
+async function recordRevalidation(db: Db, sample: RevalidationSample, found: boolean, at: number): Promise<void> {
+  await db.execute(revalidationLearnt(sample, found ? sql`true` : sql`false`, at));
 }
 
 /** The planner's history at `now`, its requests as the budget reads them from the ledger (as the engine does). */

@@ -5,6 +5,7 @@ import { emptyState, sameState, trackedOf, type MirrorTicket, type TrackedState 
 import { queryRows, sql, type Tx } from '../connect.ts';
 import { recordStateChanges } from './history.ts';
 import { AHEAD_OF_CLOCK, MIRROR_TICKET_COLUMNS } from './rows.ts';
+import { revalidationLearnt, type RevalidationSample } from './work.ts';
 
 /** The ticket columns a detail gives, with their values: the one list `writeDetail` and `rederiveDetail` both set. */
 function detailColumns(t: TicketRow): Array<[column: string, value: SQL]> {
@@ -50,12 +51,19 @@ function dueAnswered(column: string, requestedAt: string, at: string): SQL {
   return sql`(${c} <= ${requestedAt}::timestamptz or ${c} > ${at}::timestamptz + ${AHEAD_OF_CLOCK})`;
 }
 
-export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requestedAt: string): Promise<DetailWriteResult> {
+export async function writeDetail(
+  tx: Tx,
+  d: MappedDetail,
+  at: string,
+  requestedAt: string,
+  learn?: { sample: RevalidationSample; at: number },
+): Promise<DetailWriteResult> {
   const t = d.ticket;
   const columns = detailColumns(t);
   const names = columns.map(([c]) => c);
   // The row as it was, and the row written, in one statement. Its parts run in no set order: the write reads `old`
-  // (the count), so the row is read and locked before it is written, and `old` is the row before this write.
+  // (the count), so the row is read and locked before it is written, and `old` is the row before this write. A re-read
+  // (`learn`) is counted in it too: it found a change when the row is new or its raw payload differs (`changed` below).
   const [old] = await queryRows<MirrorTicket & { same_raw: boolean | null }>(
     tx,
     sql`
@@ -72,7 +80,7 @@ export async function writeDetail(tx: Tx, d: MappedDetail, at: string, requested
         detail_synced_at = excluded.detail_synced_at, deleted_at = null,
         detail_due_since = case when ${dueAnswered('t.detail_due_since', requestedAt, at)} then null else t.detail_due_since end,
         detail_failures = 0, detail_retry_after = null, state_seen_at = excluded.state_seen_at
-    )
+    )${learn ? sql`, learnt as (${revalidationLearnt(learn.sample, sql`not coalesce((select same_raw from old), false)`, learn.at)})` : sql``}
     select * from old`,
   );
 

@@ -165,7 +165,7 @@ function staleHours(at: string): SQL {
  * (the planner derives it: `Plan.revalidateMinAgeMs`): with a budget far larger than the mirror, revalidation would
  * otherwise read the same few tickets on every pass.
  *
- * Each pick carries what its re-read teaches (recordRevalidation): the ticket's class and the staleness × fixed weight
+ * Each pick carries what its re-read teaches (revalidationLearnt): the ticket's class and the staleness × fixed weight
  * it was ranked by, as the ticket stood before its detail is written again — the ranking's own figures, not a second
  * read of the row.
  */
@@ -210,20 +210,21 @@ export interface RevalidationPick extends RevalidationSample {
 const LEARNING_DECAY_MS = 7 * DAY_MS;
 
 /**
- * Adds one re-read to its class's counts, the older counts decayed to `at`; in the transaction that writes the detail.
+ * A statement's part (a data-modifying CTE) that adds one re-read to its class's counts, the older counts decayed to
+ * `at`; `found` says whether the re-read found a change. writeDetail runs it in the statement that writes the detail.
  * The row's instant becomes `at` even when it was later (a clock set back, a row a user stamped in the future): the
  * older counts are then taken whole, and the decay goes on from `at` — kept, a future instant would stop it until then.
  */
-export async function recordRevalidation(tx: Tx, sample: RevalidationSample, found: boolean, at: number): Promise<void> {
+export function revalidationLearnt(sample: RevalidationSample, found: SQL, at: number): SQL {
   const d = decay(sql`extract(epoch from (excluded.updated_at - l.updated_at))`, LEARNING_DECAY_MS);
-  await tx.execute(sql`
+  return sql`
     insert into revalidation_learning as l (class, reads, found, expected, updated_at)
-    values (${sample.cls}, 1, ${found ? 1 : 0}, ${sample.expected}, ${isoMicros(at)})
+    select ${sample.cls}, 1, case when ${found} then 1 else 0 end, ${sample.expected}, ${isoMicros(at)}::timestamptz
     on conflict (class) do update set
       reads = l.reads * ${d} + 1,
       found = l.found * ${d} + excluded.found,
       expected = l.expected * ${d} + excluded.expected,
-      updated_at = excluded.updated_at`);
+      updated_at = excluded.updated_at`;
 }
 
 /**
