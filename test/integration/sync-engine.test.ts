@@ -63,6 +63,27 @@ describe.each(backends)('sync engine on $name against the simulator', { timeout:
     expect(await count(m.db, sql`select count(*)::int as n from api_requests`)).toBeLessThanOrEqual(before.dailyAllowed);
   });
 
+  it('still counts what other processes wrote after a row a user inserted with the highest id there is', async () => {
+    await m.runUntil(synced);
+    // A hand-made ledger row: the sequence does not move, so every request after it gets a lower id.
+    await m.db.execute(sql`insert into api_requests (id, at, method, path, status, kind)
+      values (9223372036854775807, ${new Date(m.clock.now() - 3_600_000).toISOString()}::timestamptz, 'GET', '/by-hand', 200, 'lookup')`);
+    m.clock.advance(61_000);
+    const [pass] = await m.runUntil(() => false, 1);
+    expect(pass!.errors).toEqual([]);
+    await m.restart();
+    const before = m.engine.gate.snapshot();
+    const others = before.dailyLeft - 3;
+    await m.db.execute(sql`insert into api_requests (at, method, path, status, kind)
+      select ${new Date(m.clock.now() - 60_000).toISOString()}::timestamptz, 'GET', '/api/v1/tickets/self', 200, 'lookup' from generate_series(1, ${others})`);
+    m.clock.advance(61_000);
+    const sent = m.sim.log.length;
+    const passes = await m.runFor(10 * 60_000);
+    expect(passes.flatMap((p) => p.errors)).toEqual([]);
+    expect(m.engine.gate.snapshot().dailyUsed).toBeGreaterThanOrEqual(before.dailyUsed + others);
+    expect(m.sim.log.length - sent).toBeLessThanOrEqual(3);
+  });
+
   /** Once synced, an open unassigned ticket assigned to the token's user: its id and its history rows before. */
   const assignedToSelf = async () => {
     await m.runUntil(synced);

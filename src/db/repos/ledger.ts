@@ -130,9 +130,16 @@ export function requestsByHour(
   );
 }
 
-/** The id of the newest ledger row, 0 when there is none (the primary key's index: no scan). */
+/**
+ * The newest id api_requests' sequence gave (0 when none): the newest row a process recorded. A row inserted with an id
+ * of its own (by hand) does not move the sequence: counted by max(id), one with the highest id there is made every
+ * request after it look older, and read back into a JavaScript number, out of bigint's range (every pass then failed).
+ */
+const SEQUENCE_LAST = sql`coalesce(pg_sequence_last_value(pg_get_serial_sequence('api_requests', 'id')::regclass), 0)`;
+
+/** The id of the newest ledger row a process recorded (see SEQUENCE_LAST), 0 when there is none. */
 export async function newestRequestId(tx: Tx): Promise<number> {
-  const [row] = await queryRows<{ id: string | number | null }>(tx, sql`select max(id) as id from api_requests`);
+  const [row] = await queryRows<{ id: string | number | null }>(tx, sql`select ${SEQUENCE_LAST} as id`);
   return Number(row?.id ?? 0);
 }
 
@@ -145,11 +152,12 @@ export interface LedgerGained {
 /**
  * What the ledger gained after row `after` (an id), as one JSON value `[latest, others]` for a statement to select
  * (plannerInputs reads it with the plan's inputs): its newest id then (null when nothing), and how many of the rows are
- * not among `own` — another process (a `sync`, `check` or `reply` beside `run`) spent the token's budget.
+ * not among `own` — another process (a `sync`, `check` or `reply` beside `run`) spent the token's budget. Only the rows
+ * the sequence numbered count (SEQUENCE_LAST): one inserted by hand is no process's request.
  */
 export function ledgerGainedSql(after: number, own: readonly number[]): SQL {
   return sql`(select json_build_array(max(id), count(*) filter (where id not in (select jsonb_array_elements_text(${JSON.stringify(own)}::jsonb)::bigint)))
-      from api_requests where id > ${after})`;
+      from api_requests where id > ${after} and id <= ${SEQUENCE_LAST})`;
 }
 
 /** ledgerGainedSql's value read. */
