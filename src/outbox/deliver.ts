@@ -138,7 +138,7 @@ export interface OutboxReport {
 
 /** What one step did to a row; `stop` ends the run (the budget is spent). */
 interface Step {
-  id: number;
+  id: string;
   state: OutboxState;
   stop?: boolean;
 }
@@ -153,7 +153,7 @@ export async function deliverOutbox(options: DeliverOptions): Promise<OutboxRepo
   const settleMs = msOption('settleMs', options.settleMs, SETTLE_MS);
   const o: Deliverer = { ...options, claimer: options.claimer ?? newClaimer({ embedded: false }) };
   if (!o.signal?.aborted) await releaseAbandoned(o, settleMs);
-  const states = new Map<number, OutboxState>();
+  const states = new Map<string, OutboxState>();
   for (let i = 0; i < maxRows && !o.signal?.aborted; i++) {
     const step = await deliverNext(o);
     if (!step) break;
@@ -375,7 +375,7 @@ async function checkFailed(o: Deliverer, row: OutboxRow, e: Error): Promise<Step
 }
 
 /** Logs where a row ended; a null row was taken over by another deliverer meanwhile. */
-function finish(o: DeliverOptions, id: number, row: OutboxRow | null): Step {
+function finish(o: DeliverOptions, id: string, row: OutboxRow | null): Step {
   if (!row) return { id, state: 'sending' };
   if (row.state === 'failed') o.logger.warn({ outbox: row.id, ticket: row.ticketId, err: row.error }, 'reply not sent');
   else if (row.state === 'sent') o.logger.info({ outbox: row.id, ticket: row.ticketId }, 'reply found in the ticket: sent');

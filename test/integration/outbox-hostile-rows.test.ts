@@ -117,6 +117,22 @@ describe.each(backends)('reply_outbox rows as users and their tools write them, 
     expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(2);
   });
 
+  it('rows a person inserted with ids a JavaScript number cannot hold (the highest and lowest there are, 2^53 and 2^53 + 1): each sent once, and the rows after them', async () => {
+    const ticket = m.sim.model.randomTicketId('open')!;
+    // 2^53 and 2^53 + 1 are one number in JavaScript: read as numbers, a move of one row would move the other.
+    const ids = ['9223372036854775807', '-9223372036854775808', '9007199254740992', '9007199254740993'];
+    for (const [i, id] of ids.entries()) {
+      await m.db.execute(sql`insert into reply_outbox (id, ticket_id, message) values (${id}::bigint, ${ticket}, ${`Reply with a hand-made id, ${i}`})`);
+    }
+    const fine = await enqueue(ticket, 'The reply after them');
+    await deliverFor(HOUR);
+    const states = await queryRows<{ id: string; state: string; attempts: number }>(m.db, sql`select id::text, state, attempts from reply_outbox order by id`);
+    expect(states).toEqual(
+      [ids[1], String(fine), ids[2], ids[3], ids[0]].map((id) => ({ id, state: 'sent', attempts: 1 })),
+    );
+    expect(m.sim.log.filter((r) => r.method === 'POST')).toHaveLength(5);
+  });
+
   it("a row a person parked with next_attempt_at = 'infinity' never falls due: a fleet worker plans its next pass without it", async () => {
     const ticket = m.sim.model.randomTicketId('open')!;
     const parked = await enqueue(ticket, 'Hello there');

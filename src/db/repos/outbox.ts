@@ -39,7 +39,8 @@ export function canTransition(from: OutboxState, to: OutboxState): boolean {
 }
 
 export interface OutboxRow {
-  id: number;
+  /** The row's id, a bigint in decimal: a row a person inserted may have any id, beyond a JavaScript number's precision. */
+  id: string;
   ticketId: string;
   message: string;
   state: OutboxState;
@@ -53,7 +54,7 @@ export interface OutboxRow {
 }
 
 interface OutboxRecord {
-  id: number | string;
+  id: string;
   ticket_id: string;
   message: string;
   state: OutboxState;
@@ -64,11 +65,11 @@ interface OutboxRecord {
   sending_since: string | null;
 }
 
-const OUTBOX_COLUMNS = sql.raw('id, ticket_id, message, state, attempts, error, requested_at, next_attempt_at, sending_since');
+const OUTBOX_COLUMNS = sql.raw('id::text as id, ticket_id, message, state, attempts, error, requested_at, next_attempt_at, sending_since');
 
 function toOutboxRow(r: OutboxRecord): OutboxRow {
   return {
-    id: Number(r.id),
+    id: r.id,
     ticketId: r.ticket_id,
     message: r.message,
     state: r.state,
@@ -85,7 +86,7 @@ function toOutboxRow(r: OutboxRecord): OutboxRow {
  * instants span (see time.ts) — `infinity`, a year 12000, a date BC — inserted so, or set so by hand.
  */
 export interface UnreadableRow {
-  id: number;
+  id: string;
   ticketId: string;
   /** The columns outside those years. */
   columns: string[];
@@ -117,7 +118,7 @@ export async function lockNextDue(tx: Tx, now: string): Promise<OutboxRow | Unre
         for update skip locked`,
   );
   if (!row) return undefined;
-  if (row.unreadable.length > 0) return { id: Number(row.id), ticketId: row.ticket_id, columns: row.unreadable };
+  if (row.unreadable.length > 0) return { id: row.id, ticketId: row.ticket_id, columns: row.unreadable };
   return toOutboxRow(row);
 }
 
@@ -217,11 +218,11 @@ export async function stillClaimed(tx: Tx, row: OutboxRow, claimer: Claimer): Pr
 export async function releaseAbandonedClaims(
   tx: Tx,
   o: { claimer: Claimer; embedded: boolean; now: string; settleMs: number },
-): Promise<Array<{ id: number; ticketId: string; dueAt: string }>> {
+): Promise<Array<{ id: string; ticketId: string; dueAt: string }>> {
   const due = sql`greatest(sending_since + ${o.settleMs}::double precision * interval '1 millisecond', ${o.now}::timestamptz)`;
   // A claimer's session is alive while one with its pid shows; when another user's sessions hide their backend_start
   // (no pg_read_all_stats), a session with that pid counts as alive: never settle on a guess.
-  const rows = await queryRows<{ id: number | string; ticket_id: string; next_attempt_at: string }>(
+  const rows = await queryRows<{ id: string; ticket_id: string; next_attempt_at: string }>(
     tx,
     sql`update reply_outbox o set next_attempt_at = ${due}
         where state = 'sending' and inserted_as = 'request' and claimed_by is not null and claimed_by <> ${o.claimer.id}
@@ -230,9 +231,9 @@ export async function releaseAbandonedClaims(
             or (claimed_via = 'leader' and claimer_pid is not null and not exists (
               select 1 from pg_stat_activity a
               where a.pid = o.claimer_pid and (a.backend_start is null or a.backend_start = o.claimer_started))))
-        returning id, ticket_id, next_attempt_at`,
+        returning id::text as id, ticket_id, next_attempt_at`,
   );
-  return rows.map((r) => ({ id: Number(r.id), ticketId: r.ticket_id, dueAt: ts(r.next_attempt_at)! }));
+  return rows.map((r) => ({ id: r.id, ticketId: r.ticket_id, dueAt: ts(r.next_attempt_at)! }));
 }
 
 /**
@@ -299,7 +300,7 @@ export async function claimedMessageIds(tx: Tx, ticketId: string): Promise<Set<s
 }
 
 /** The texts of the ticket's outbox rows other than `exceptId` that no message was matched with (see reconcile's `others`). */
-export async function unmatchedTexts(tx: Tx, ticketId: string, exceptId: number): Promise<string[]> {
+export async function unmatchedTexts(tx: Tx, ticketId: string, exceptId: string): Promise<string[]> {
   const rows = await queryRows<{ message: string }>(
     tx,
     sql`select message from reply_outbox
