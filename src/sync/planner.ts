@@ -211,10 +211,7 @@ export function planPass(input: PlannerInput): Plan {
 
   // 1. Polls due by their interval: all four at once (a sweep), or the probe's lists between sweeps — unless one list
   // failed last time, which is asked for again alone.
-  const due = LIST_NAMES.filter((l) => {
-    const last = input.lists[l].lastPolledAt;
-    return last === null || now - last >= probeIntervals(l) * MINUTE_MS - SECOND_MS;
-  });
+  const due = LIST_NAMES.filter((l) => listDueAt(input, probeIntervals, l) <= now);
   const sweep = due.includes('resolved');
   // A probe waits while details a list asked for wait: theirs is a change known, a probe only looks for one, and in a
   // full window the probes took the slots as they freed while those details waited (on `small`, a new ticket's content
@@ -383,20 +380,28 @@ function listIntervals(sweepMinutes: number, probeEvery: number | null, sweeps =
 }
 
 /**
+ * The instant `list` falls due at its interval (a second early: a poll's instant is not to the millisecond), or
+ * -Infinity when it was never polled. The one expression both the polls due now and nextPollAt read: computed twice
+ * in two ways, now − last ≥ interval − 1 s and last + interval − 1 s, they differed in the last bits of a double,
+ * and a plan made at its own nextPollAt found the list not yet due.
+ */
+function listDueAt(input: PlannerInput, every: (list: ListName) => number, list: ListName): number {
+  const last = input.lists[list].lastPolledAt;
+  return last === null ? -Infinity : last + every(list) * MINUTE_MS - SECOND_MS;
+}
+
+/** The instant the first list falls due at its interval (never before now). */
+function nextPollAt(input: PlannerInput, every: (list: ListName) => number): number {
+  return Math.max(input.now, Math.min(...LIST_NAMES.map((l) => listDueAt(input, every, l))));
+}
+
+/**
  * When an idle plan could stop being idle by the passing of time alone: at the next half-hour boundary (the history's
  * buckets and the forecast's hours step there), when a list falls due, when a request leaves the 24 h window (the
  * budget and the spare slots grow), when the first day of history is complete, when a ticket's retry back-off ends,
  * when the minute window frees a slot, or when the stalest detail becomes old enough to re-read. Between those instants every input of the plan is constant.
+ * Always later than now: an idle plan has nothing to do at once.
  */
-/** The instant the first list falls due at its interval (never before now). */
-function nextPollAt(input: PlannerInput, every: (list: ListName) => number): number {
-  const due = LIST_NAMES.map((l) => {
-    const last = input.lists[l].lastPolledAt;
-    return last === null ? input.now : last + every(l) * MINUTE_MS - SECOND_MS;
-  });
-  return Math.max(input.now, Math.min(...due));
-}
-
 function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalidateMinAgeMs: number, paceAt: number | null, forecastSteps: Array<number | null>): number {
   const { now, history, budget } = input;
   const candidates = [(Math.floor(now / BUCKET_MS) + 1) * BUCKET_MS];
@@ -407,14 +412,18 @@ function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalida
   // The stalest detail becomes old enough to re-read.
   const oldest = input.oldestDetailAt;
   if (oldest != null && oldest + revalidateMinAgeMs > now) candidates.push(oldest + revalidateMinAgeMs);
-  candidates.push(nextPollAt(input, every));
-  if (history.nextExpiryAt !== null) candidates.push(history.nextExpiryAt);
+  // A list falls due. One overdue already is held by the budget (or, a probe, by the details a list asked for): the
+  // instants above and below say when that can change. Counted, it woke an idle plan at once, and the loop passed
+  // every slot of the minute allowance while the day's window stayed full (on `large`, a pass a second for hours).
+  const pollAt = nextPollAt(input, every);
+  if (pollAt > now) candidates.push(pollAt);
+  if (history.nextExpiryAt !== null && history.nextExpiryAt > now) candidates.push(history.nextExpiryAt);
   // The first day of history ends: the hourly cap changes.
   if (history.firstPollAt !== null && history.firstPollAt + DAY_MS > now) candidates.push(history.firstPollAt + DAY_MS);
-  if (history.nextRetryAt !== null) candidates.push(history.nextRetryAt);
+  if (history.nextRetryAt !== null && history.nextRetryAt > now) candidates.push(history.nextRetryAt);
   // The budget's nextSlotAt is 1 ms after the instant its window lets the slot go (see sync/budget.ts).
-  if (budget.nextSlotAt > now) candidates.push(budget.nextSlotAt - 1);
-  return Math.max(now, Math.min(...candidates));
+  if (budget.nextSlotAt > now) candidates.push(Math.max(budget.nextSlotAt - 1, now + 1));
+  return Math.min(...candidates);
 }
 
 /**

@@ -343,6 +343,41 @@ describe('planPass: wakeAt', () => {
     expect(plan.wakeAt).toBe(T0);
   });
 
+  it.each([
+    ['the day\'s window is full', { daily: 0, minute: 54 }],
+    ['the minute\'s window is full', { daily: 600, minute: 0 }],
+  ])('an overdue sweep the budget cannot pay for (%s) wakes the plan when a slot frees, not at once', (_, left) => {
+    // Requests that leave the daily window at 12:40 and the minute window at 12:00:30.
+    const daily = sent(A - left.daily, T0 - DAY_MS + 40 * MIN, T0 - DAY_MS + 41 * MIN);
+    const minute = sent(54 - left.minute, T0 - 30_000, T0 - 29_000);
+    const budget = budgetAt(limits, [...daily, ...minute].sort((a, b) => a.at - b.at), T0);
+    const plan = planPass(input({ budget, lists: lists(T0 - 10 * HOUR) }));
+    expect(plan.polls).toEqual([]);
+    expect(plan.nextPollAt).toBe(T0);
+    expect(plan.wakeAt).toBeGreaterThan(T0);
+    expect(plan.wakeAt).toBeLessThanOrEqual(budget.nextSlotAt - 1);
+  });
+
+  it.each([
+    [1_440, 60],
+    [14_400, 600],
+    [144_000, 6_000],
+  ])('a plan made at its own nextPollAt polls (%i a day, %i a minute), whatever the instants\' fractions of a millisecond', (daily, minute) => {
+    const l = { daily, minute, reserve: 0.1 };
+    const busy = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20) });
+    const rng = new Random(daily);
+    for (let i = 0; i < 200; i++) {
+      // The engine's instants: whole milliseconds, or the fractions a virtual clock and the intervals' division give.
+      const last = T0 - rng.int(0, 5 * MIN) + (rng.chance(0.5) ? rng.next() : 0);
+      const now = last + rng.int(1, 10_000);
+      const idle = planPass(input({ now, budget: budgetAt(l, [], now), lists: lists(last), history: busy }));
+      if (idle.polls.length > 0) continue;
+      const at = idle.nextPollAt;
+      const then = planPass(input({ now: at, budget: budgetAt(l, [], at), lists: lists(last), history: busy }));
+      expect(then.polls.length, `last ${last}, due at ${at}`).toBeGreaterThan(0);
+    }
+  });
+
   it('is the earliest instant at which an idle plan could change: here the next half-hour boundary', () => {
     const spent = sent(A, T0 - 10 * HOUR, T0 - MIN);
     const plan = planPass(input({ now: T0 + 60_000, budget: budgetAt(limits, spent, T0 + 60_000), lists: lists(T0) }));
@@ -759,8 +794,8 @@ describe('planPass: an idle plan stays idle until its wakeAt', () => {
       const plan = planPass(at(input.now));
       const busy = (p: Plan) => p.polls.length + p.due + p.backfill + p.revalidate > 0;
       if (busy(plan)) continue;
-      // An idle plan that wakes at once claims nothing (the loop's minimum gap paces it).
-      if (plan.wakeAt === input.now) continue;
+      // Never at once: the loop would pass again after one slot of the minute allowance, and again, to no end.
+      expect(plan.wakeAt).toBeGreaterThan(input.now);
       idlePlans++;
       const span = plan.wakeAt - input.now;
       for (let k = 1; k <= 200; k++) {
