@@ -366,16 +366,20 @@ describe('planPass: wakeAt', () => {
     const l = { daily, minute, reserve: 0.1 };
     const busy = history({ changes: new Array<number>(HISTORY_BUCKETS).fill(20) });
     const rng = new Random(daily);
+    let checked = 0;
     for (let i = 0; i < 200; i++) {
       // The engine's instants: whole milliseconds, or the fractions a virtual clock and the intervals' division give.
       const last = T0 - rng.int(0, 5 * MIN) + (rng.chance(0.5) ? rng.next() : 0);
-      const now = last + rng.int(1, 10_000);
+      const now = last + rng.int(1, 2_000);
       const idle = planPass(input({ now, budget: budgetAt(l, [], now), lists: lists(last), history: busy }));
       if (idle.polls.length > 0) continue;
       const at = idle.nextPollAt;
       const then = planPass(input({ now: at, budget: budgetAt(l, [], at), lists: lists(last), history: busy }));
       expect(then.polls.length, `last ${last}, due at ${at}`).toBeGreaterThan(0);
+      checked++;
     }
+    // Most of these plans are made before the lists fall due: the check is about them.
+    expect(checked).toBeGreaterThan(100);
   });
 
   it('is the earliest instant at which an idle plan could change: here the next half-hour boundary', () => {
