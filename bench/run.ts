@@ -213,16 +213,13 @@ function targetsOf(w: Workload, tm: StrategySummary, b: WorkloadBounds): Target[
   const allowed = allowedPerDay(w.limits);
   const lags = tm.lags.steady ?? tm.lags.whole;
   const within = (label: string, actual: number | null, bound: number | null, n = 1): Target => {
-    if (n === 0) return { target: `${label} ≤ 1.5 × its bound`, result: 'no such change', met: true };
+    const target = `${label} ≤ 1.5 × its bound`;
+    if (n === 0) return { target, result: 'no such change', met: true };
     // An infinite bound (no client keeps up with the demand; results.json writes it as null) measures nothing: any
     // lag would be "0.00 × ∞", met. It is reported as no bound, not met, as a bound that could not be computed is.
-    if (bound === null || !Number.isFinite(bound)) return { target: `${label} ≤ 1.5 × its bound`, result: `${fmtMs(actual)} (no finite bound)`, met: false };
+    if (bound === null || !Number.isFinite(bound)) return { target, result: `${fmtMs(actual)} (no finite bound)`, met: false };
     const r = bound <= 0 ? (actual === 0 ? 1 : Infinity) : actual === null ? Infinity : actual / bound;
-    return {
-      target: `${label} ≤ 1.5 × its bound`,
-      result: `${fmtMs(actual)} = ${Number.isFinite(r) ? r.toFixed(2) : '∞'} × ${fmtMs(bound)}`,
-      met: r <= 1.5,
-    };
+    return { target, result: `${fmtMs(actual)} = ${Number.isFinite(r) ? r.toFixed(2) : '∞'} × ${fmtMs(bound)}`, met: r <= 1.5 };
   };
   const out: Target[] = [
     { target: 'no 429 received', result: `${tm.throttled} × 429`, met: tm.throttled === 0 },
