@@ -52,7 +52,12 @@ import type { BudgetSnapshot } from './budget.ts';
  * checked at its start (its first sweep needs its slots at once) and at its end with the slots it frees. The forecast
  * is the activity of the same hours a week ago (or yesterday), lowered when the recent past fell short of theirs (a
  * quiet spell the history did not foresee): by the last two hours' shortfall, fading over 12 hours, and by the last
- * day's, fading over two days until two hours bring activity again.
+ * day's, fading over two days until two hours bring activity again. An hour never seen (the rest of a first day) is
+ * forecast at a prior while the backfill runs, and after it at the current hour's rate. At the prior (6 changes an
+ * hour), a first afternoon kept next to nothing, the morning's sweeps spent its slots, and none freed before the next
+ * midnight (on `abundant`, the open list read 80–159 times an hour from 1 to 6 pm against ~225 on later days). While
+ * the backfill runs its hours are the backfill's, whose demand can be far above the quota: there the current rate
+ * handed the lists' share to the details the forecast brought (on `large`, list-visible p50 21 min → 3 h).
  * Background keeps a share of A — 35 % while the backfill runs, afterwards revalidation's part of F (what no list
  * shows must come round too) — and when details and background both wait, background gets its share of what is free,
  * rounded down (a single free slot goes to the detail a list asked for). Nothing idles that live work will not need;
@@ -82,7 +87,10 @@ export const POLICY = {
    * allowance pays for at the polls' share of it.
    */
   maxSweepStretch: 3,
-  /** List changes per hour assumed where nothing has been observed yet, and the least rate ever assumed. */
+  /**
+   * List changes per hour assumed for an hour never seen, before the first poll or while the backfill runs (after it,
+   * the current hour's rate), and the least rate ever assumed.
+   */
   priorChangesPerHour: 6,
   minChangesPerHour: 0.5,
   /** Live details a list change brings: a changed ticket usually shows in two lists. */
@@ -186,7 +194,7 @@ export function planPass(input: PlannerInput): Plan {
   const { now, budget } = input;
   const A = budget.dailyAllowed;
   const backfilling = input.backfillCount > 0;
-  const shape = { minuteAllowed: budget.minuteAllowed, allowed: A };
+  const shape = { minuteAllowed: budget.minuteAllowed, allowed: A, afterBackfill: !backfilling };
   // Live details follow the list changes, whatever the polls: forecast them first (the schedule's poll budget does not
   // enter that part), then split what they leave.
   const liveDetailsPerDay = sweepSchedule(input.history, A, now, shape)
@@ -475,7 +483,8 @@ interface SweepSchedule {
 /**
  * The sweep schedule from the activity history. λ(h), the list changes per hour expected in the clock hour h hours from
  * the current one, is that hour a week ago (yesterday without a week of history), or for the current hour the current or
- * the last half hour if busier; the history's part lowered by a quiet spell it did not foresee. T(λ) = c·λ^−α, with c such
+ * the last half hour if busier; the history's part lowered by a quiet spell it did not foresee; an hour never seen, the
+ * current hour's after the backfill (`afterBackfill`), a prior before. T(λ) = c·λ^−α, with c such
  * that the busiest of the last seven days (per its own hourly rates) would have used `pollBudget` polls; stretched
  * when the last 24 h already used more than their share.
  */
@@ -483,7 +492,7 @@ function sweepSchedule(
   h: PlannerHistory,
   pollBudget: number,
   now: number,
-  shape: { minuteAllowed: number; allowed: number },
+  shape: { minuteAllowed: number; allowed: number; afterBackfill: boolean },
   sustain = 1,
 ): SweepSchedule {
   const bucketNow = Math.floor(now / BUCKET_MS);
@@ -538,7 +547,9 @@ function sweepSchedule(
     const history = hourRate(hour - 168) ?? hourRate(hour - 24);
     const past = history === null ? null : history * lowered(hoursAhead);
     const seen = [past, hoursAhead === 0 ? recent : null].filter((r): r is number => r !== null);
-    return Math.max(POLICY.minChangesPerHour, seen.length > 0 ? Math.max(...seen) : POLICY.priorChangesPerHour);
+    if (seen.length > 0) return Math.max(POLICY.minChangesPerHour, ...seen);
+    // An hour never seen (the rest of a first day): after the backfill, at the current hour's rate (see the header).
+    return Math.max(POLICY.minChangesPerHour, shape.afterBackfill && hoursAhead > 0 && recent !== null ? expected(0) : POLICY.priorChangesPerHour);
   };
   const hourEnd = (hourNow + 1) * HOUR_MS;
   /** The details the current hour's list changes are expected to bring from `at` to its end. */
