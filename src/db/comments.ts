@@ -190,7 +190,7 @@ const TABLES: Readonly<Record<string, RelationDoc>> = {
       list: 'open, self, unassigned or resolved',
       at: i('when the poll was answered'),
       items: 'tickets the list held',
-      changes: 'changes the poll showed',
+      changes: 'changes the poll showed (the planner counts at most items plus the previous poll\'s items and withheld: what the list could show)',
       withheld: 'tickets this poll showed leaving, kept in the list until the next poll confirms a shrink by more than half',
     },
   },

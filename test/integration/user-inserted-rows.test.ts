@@ -196,9 +196,11 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
 
   it('values within the domain but far from the daemon\'s own are read without failing', async () => {
     const now = Date.now();
-    // Two polls of a half hour claiming 2^31 − 1 changes each: their sum overflowed int4 and failed every plan.
-    await database.db.execute(sql`insert into list_polls (list, at, items, changes) values ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 0, 2147483647),
-      ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 0, 2147483647)`);
+    // Two polls of a half hour claiming 2^31 − 1 changes each (and as many items, so that they count): their sum
+    // overflowed int4 and failed every plan.
+    await database.db.execute(sql`insert into list_polls (list, at, items, changes) values
+      ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 2147483647, 2147483647),
+      ('open', ${new Date(now - 1000).toISOString()}::timestamptz, 2147483647, 2147483647)`);
     expect((await plannerInputs(database.db, now, [], [])).history.changes[0]).toBe(2 * 2147483647);
     // A failure count at int4's top: the next failure overflowed it, and failed the pass.
     await database.db.execute(sql`update tickets set detail_failures = 2147483647 where id = 'T1'`);
@@ -241,6 +243,29 @@ describe.each(backends)('rows a user inserts, on $name', { timeout: 120_000 }, (
     expect((told as Error).message).toBe(
       'report_settings.time_zone "posix/Europe/Berlin" is not a time zone this program knows: set REPORT_TIMEZONE and run `ticket-mirror migrate`, which rewrites the row',
     );
+  });
+
+  it('a list poll claiming more changes than its list could show does not stop the sweeps or the re-reads', async () => {
+    const m = await virtualMirror(database);
+    try {
+      await m.runFor(3 * 3_600_000);
+      const span = async (ms: number) => {
+        const from = m.sim.log.length;
+        await m.runFor(ms);
+        const sent = m.sim.log.slice(from);
+        return { sweeps: sent.filter((r) => r.path === '/api/v1/tickets/resolved').length, details: sent.filter((r) => r.path.startsWith('/api/v1/ticket/')).length };
+      };
+      const before = await span(2 * 3_600_000);
+      // 2^31 − 1 changes in the current half hour: the planner forecast as many details for the day, took every slot
+      // for them, and swept once a day (in the history, again the next day at the same hour).
+      await database.db.execute(sql`insert into list_polls (list, at, items, changes) values ('open', ${new Date(m.clock.now()).toISOString()}::timestamptz, 1, 2147483647)`);
+      const after = await span(2 * 3_600_000);
+      expect(before.sweeps).toBeGreaterThan(4);
+      expect(after.sweeps).toBeGreaterThanOrEqual(before.sweeps / 2);
+      expect(after.details).toBeGreaterThanOrEqual(before.details / 2);
+    } finally {
+      await m.close();
+    }
   });
 
   it('a ticket marked due at a date to come is fetched once, not at every pass', async () => {

@@ -87,9 +87,11 @@ async function history(db: Db, now = NOW): Promise<PlannerHistory> {
   return (await plannerInputs(db, now, gate.sentAt(), gate.backgroundSentAt())).history;
 }
 
-async function insertPolls(db: Db, polls: ReadonlyArray<{ list: string; at: number; changes: number }>): Promise<void> {
+/** Polls of `items` items each (1,000 unless given: more than any of their changes, which then all count). */
+async function insertPolls(db: Db, polls: ReadonlyArray<{ list: string; at: number; changes: number; items?: number; withheld?: number }>): Promise<void> {
   for (const p of polls) {
-    await db.execute(sql`insert into list_polls (list, at, items, changes) values (${p.list}, ${isoMicros(p.at)}::timestamptz, 10, ${p.changes})`);
+    await db.execute(sql`insert into list_polls (list, at, items, changes, withheld)
+      values (${p.list}, ${isoMicros(p.at)}::timestamptz, ${p.items ?? 1000}, ${p.changes}, ${p.withheld ?? 0})`);
   }
 }
 
@@ -585,6 +587,28 @@ describe.each(backends)('work queries on $name', ({ open }) => {
       expect(h.pollsLastDay).toBe(4 + 2 + 1);
     });
 
+    it('counts no more changes for a poll than its list could show: each item listed, each member before it leaving', async () => {
+      await insertPolls(db, [
+        // The first poll of open (nothing before it: its items), then one after a poll that withheld 3 leaves.
+        { list: 'open', at: jan(5, 11, 40), items: 10, changes: 2147483647, withheld: 3 },
+        { list: 'open', at: jan(5, 11, 50), items: 4, changes: 2147483647 },
+        // Within the bound, counted as it is: 6 items, 4 + 0 members before.
+        { list: 'open', at: jan(5, 12, 1), items: 6, changes: 10 },
+        // The same instant: the lower id is the poll before.
+        { list: 'self', at: jan(5, 12, 2), items: 7, changes: 0 },
+        { list: 'self', at: jan(5, 12, 2), items: 0, changes: 1_000_000 },
+      ]);
+      const kept = new ListActivity();
+      const expected = spikes(HISTORY_BUCKETS, [[0, 10 + 7], [1, 10 + (4 + 13)]]);
+      expect((await history(db)).changes).toEqual(expected);
+      expect((await plannerInputs(db, NOW, [], [], kept)).history.changes).toEqual(expected);
+      // A plan that reads only the polls since the last one finds the poll before each in the table: 5 + (6 + 0).
+      await insertPolls(db, [{ list: 'open', at: NOW + MIN, items: 5, changes: 2147483647 }]);
+      const after = spikes(HISTORY_BUCKETS, [[0, 10 + 7 + 11], [1, 10 + 17]]);
+      expect((await plannerInputs(db, NOW + 2 * MIN, [], [], kept)).history.changes).toEqual(after);
+      expect((await history(db, NOW + 2 * MIN)).changes).toEqual(after);
+    });
+
     it('gives the first list poll ever as firstPollAt, even one older than the eight days of changes', async () => {
       await insertPolls(db, [
         { list: 'open', at: jan(5, 12, 0), changes: 1 },
@@ -667,7 +691,7 @@ describe.each(backends)('work queries on $name', ({ open }) => {
 
     it('keeps microseconds from moving a bucket: 11:59:59.999999 is the previous half hour', async () => {
       await db.execute(sql`
-        insert into list_polls (list, at, items, changes) values ('open', ${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 1, 3)`);
+        insert into list_polls (list, at, items, changes) values ('open', ${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 3, 3)`);
       await db.execute(sql`
         insert into api_requests (at, method, path, kind) values (${isoMicros(jan(5, 11, 59, 59, 999), 999)}::timestamptz, 'GET', '/x', 'detail')`);
       const h = await history(db);

@@ -253,13 +253,14 @@ export interface PlannerInputs {
 /**
  * The list activity of the last eight days — list changes and polls per clock half hour — kept from one plan to the
  * next, so that a plan reads only the polls recorded since the one before instead of eight days of list_polls (at
- * `abundant`'s 600 polls an hour, 115,000 rows: 56 ms a plan on PostgreSQL, 186 ms on PGlite; a plan comes after every
- * pass and at every wake).
+ * `abundant`'s 600 polls an hour, 115,000 rows: 160 ms on PostgreSQL, 450 ms on PGlite, where the polls since take
+ * 2–3 and 6–8 ms; a plan comes after every pass and at every wake).
  * A plan reads the polls the last one did not count: those recorded after it (a higher id) and those whose instant it
  * has passed since (a poll dated ahead of the clock counts once its half hour comes, as in a whole read). list_polls is
  * the mirror's own log, one row a poll, never changed but by a clock set back (restampFuture): a plan at an instant
  * before the last one's reads it whole again. What it does not see until the next whole read (a restart): a row a user
- * deletes or changes, and one inserted with an id below the newest one and an instant already passed.
+ * deletes or changes, one inserted with an id below the newest one and an instant already passed, and the bound a row
+ * inserted before counted polls puts on them (each poll's changes are bounded by the poll before it: plannerInputs).
  */
 export class ListActivity {
   /** Changes and polls by half hour (epoch ms / BUCKET_MS). */
@@ -333,7 +334,12 @@ export class ListActivity {
  * - the past (PlannerHistory): the requests still in the rolling window, from `sentAt`, and background's among them,
  *   from `backgroundAt` (see requestUsage: the budget's own samples, not a query); list changes per clock half hour of
  *   the last eight days (the activity the sweeps follow: what `activity` has not counted yet, see ListActivity; a fresh
- *   one reads them all), the first poll ever, and the earliest per-ticket retry;
+ *   one reads them all), the first poll ever, and the earliest per-ticket retry. A poll counts at most the changes its
+ *   list could show: each item it listed, and each member the list had before it (the previous poll's items and
+ *   withheld leaves) leaving. The differ never counts more; a row a user wrote may claim any count up to 2^31 − 1, and
+ *   the planner forecasts the details of the hours ahead from these counts: one such row in the current half hour
+ *   took every slot of the day's forecast, stretched the sweeps to one a day and stopped revalidation, and in the
+ *   history it would again a week later;
  * - given `ledger`, what api_requests gained after its row `after` (ledgerGainedSql: another process's requests?).
  * list_polls is never pruned: each list is read through one index probe, never scanned whole.
  */
@@ -346,7 +352,7 @@ export async function plannerInputs(
   ledger?: { after: number; own: readonly number[] },
 ): Promise<PlannerInputs> {
   const at = isoMicros(now);
-  const bucketNow = Math.floor(now / BUCKET_MS);
+  const oldest = (Math.floor(now / BUCKET_MS) - (HISTORY_BUCKETS - 1)) * BUCKET_MS;
   // One read at a time counts into `kept`; one while another is under way reads whole.
   const activity = kept && !kept.busy ? kept : new ListActivity();
   const unread = activity.unread(now);
@@ -371,11 +377,18 @@ export async function plannerInputs(
         from (select (select min(at) from list_polls p where p.list = l.list) as m from unnest(${LIST_ARRAY}::text[]) as l(list)) f) as first_ms,
       -- date_part, not extract: a double, not a numeric, for every row of eight days of polls (twice as fast).
       (select json_agg(json_build_array(bucket, n, polls)) from (
-          select floor(date_part('epoch', at) / ${seconds(BUCKET_MS)})::bigint as bucket, sum(changes)::float8 as n, count(*)::int as polls
-          from list_polls
-          where list = any(${LIST_ARRAY}::text[])
-            and at >= ${isoMicros((bucketNow - (HISTORY_BUCKETS - 1)) * BUCKET_MS)}::timestamptz and at <= ${at}::timestamptz
-            and ${unread ?? sql`true`}
+          select floor(date_part('epoch', at) / ${seconds(BUCKET_MS)})::bigint as bucket,
+            sum(least(changes, items + coalesce(before, b.members, 0))) as n, count(*)::int as polls
+          from (select list, at, changes::float8, items::float8,
+              lag(items::float8 + withheld::float8) over (partition by list order by at, id) as before
+            from list_polls
+            where list = any(${LIST_ARRAY}::text[]) and at >= ${isoMicros(oldest)}::timestamptz and at <= ${at}::timestamptz
+              and ${unread ?? sql`true`}) p
+          -- The members before the first poll of each list read here: the newest poll before (not read now).
+          left join (select l.list, (select q.items::float8 + q.withheld::float8 from list_polls q
+              where q.list = l.list and q.at <= ${at}::timestamptz and ${unread ? sql`not ${unread}` : sql`q.at < ${isoMicros(oldest)}::timestamptz`}
+              order by q.at desc, q.id desc limit 1) as members
+            from unnest(${LIST_ARRAY}::text[]) as l(list)) b on b.list = p.list
           group by 1) a) as activity,
       (select max(id) from list_polls) as last_id
       ${ledger ? sql`, ${ledgerGainedSql(ledger.after, ledger.own)} as ledger` : sql``}`,
