@@ -71,8 +71,12 @@ import type { BudgetSnapshot } from './budget.ts';
  */
 
 export const POLICY = {
-  /** Share of the daily allowance for list polls while never-fetched tickets remain. */
-  pollShareBackfill: 0.15,
+  /**
+   * Share of the daily allowance for list polls while never-fetched tickets remain; and after the backfill, the least
+   * that what the live details leave (F) may fall to, when the lists ask for more details than the allowance pays
+   * (see `detailScale`).
+   */
+  minPollShare: 0.15,
   /**
    * Detail-only changes (no list shows them) expected per list-visible change, until the mirror has measured it: after
    * the backfill, what live work leaves is split between sweeps and revalidation in the ratio of the changes only each
@@ -194,12 +198,14 @@ export function planPass(input: PlannerInput): Plan {
   const { now, budget } = input;
   const A = budget.dailyAllowed;
   const backfilling = input.backfillCount > 0;
-  const shape = { minuteAllowed: budget.minuteAllowed, allowed: A, afterBackfill: !backfilling };
+  const seen = { minuteAllowed: budget.minuteAllowed, allowed: A, afterBackfill: !backfilling, detailScale: 1 };
   // Live details follow the list changes, whatever the polls: forecast them first (the schedule's poll budget does not
   // enter that part), then split what they leave.
-  const liveDetailsPerDay = sweepSchedule(input.history, A, now, shape)
+  const forecastDetails = sweepSchedule(input.history, A, now, seen)
     .liveForecast()
     .reduce((sum, h) => sum + h.details, 0);
+  const shape = { ...seen, detailScale: detailScale(A, forecastDetails) };
+  const liveDetailsPerDay = forecastDetails * shape.detailScale;
   const { pollBudget, floor } = shares(A, liveDetailsPerDay, input.openCount ?? 0, backfilling);
   // The sweeps are paced to what the window can sustain beside the details the activity forces: when, at some horizon
   // of the next 24 h, the slots left and freed by then fall short of the forecast sweeps and details up to then (after
@@ -225,7 +231,11 @@ export function planPass(input: PlannerInput): Plan {
   // full window the probes took the slots as they freed while those details waited (on `small`, a new ticket's content
   // p95 went from 8 to 18 min). Until they are fetched the probe's lists keep the sweep's backstop interval, so that
   // an idle plan wakes for a freed slot, not at once.
-  const holdProbe = !sweep && probeEvery !== null && input.dueCount > 0 && due.length > 0 && due.every((l) => PROBE_LISTS.includes(l));
+  // When the lists ask for more details than the allowance pays (`detailScale`), only while they are no more than the
+  // hour's forecast brings: a backlog beyond it is not fetched by holding the probe, and held, no probe ever went.
+  const waiting =
+    input.dueCount > 0 && (shape.detailScale === 1 || input.dueCount <= Math.ceil(schedule.liveForecast()[0]?.details ?? 0) + 1);
+  const holdProbe = !sweep && probeEvery !== null && waiting && due.length > 0 && due.every((l) => PROBE_LISTS.includes(l));
   const every = holdProbe ? listIntervals(sweepMinutes, null, POLICY.backstopSweeps) : probeIntervals;
   let polls: ListName[] = sweep ? [...LIST_NAMES] : holdProbe ? [] : due;
   let minuteLeft = budget.minuteLeft;
@@ -435,6 +445,19 @@ function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalida
 }
 
 /**
+ * The share of the forecast live details D the plan reserves slots for: all of them, unless they would leave the
+ * polls and revalidation (F = A − 1.2·D) less than the polls' least share of A (`minPollShare`, what they get while the
+ * backfill runs), when as many as leave it. Those beyond are fetched as a backlog, as slots free (`planPass`), but no
+ * slot is kept for them: the lists asked for more details than the allowance pays, and reserving for all of them gave
+ * the polls nothing — in a closed loop after the backfill with 3,000 open tickets and ten changed tickets a sweep, no
+ * poll for 15 hours of a day while every detail waited anyway (a wait p50 of 35 min, p95 of 13 h).
+ */
+function detailScale(A: number, forecastDetails: number): number {
+  const payable = (A * (1 - POLICY.minPollShare)) / POLICY.liveMargin;
+  return forecastDetails > payable ? payable / forecastDetails : 1;
+}
+
+/**
  * The daily shares, from the allowance A, the live details the activity forecasts (D) and the open tickets (O).
  * While the backfill runs: polls 15 %, background at least 35 % (the backfill must end). Afterwards, what the live
  * details leave, F = A − 1.2·D, is split between sweeps (P) and revalidation (R) in the ratio of the changes only each
@@ -442,7 +465,7 @@ function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalida
  * `revalidateMinAgeMs`), so R ≤ O·P/4, which only binds for a mirror of a handful of open tickets.
  */
 function shares(A: number, liveDetailsPerDay: number, open: number, backfilling: boolean): { pollBudget: number; floor: number } {
-  if (backfilling) return { pollBudget: A * POLICY.pollShareBackfill, floor: A * POLICY.minBackgroundShareBackfill };
+  if (backfilling) return { pollBudget: A * POLICY.minPollShare, floor: A * POLICY.minBackgroundShareBackfill };
   const free = Math.max(0, A - POLICY.liveMargin * liveDetailsPerDay);
   const rho = POLICY.unseenPerListChange;
   const sweepCost = LIST_NAMES.length;
@@ -492,7 +515,7 @@ function sweepSchedule(
   h: PlannerHistory,
   pollBudget: number,
   now: number,
-  shape: { minuteAllowed: number; allowed: number; afterBackfill: boolean },
+  shape: { minuteAllowed: number; allowed: number; afterBackfill: boolean; detailScale: number },
   sustain = 1,
 ): SweepSchedule {
   const bucketNow = Math.floor(now / BUCKET_MS);
@@ -553,7 +576,9 @@ function sweepSchedule(
   };
   const hourEnd = (hourNow + 1) * HOUR_MS;
   /** The details the current hour's list changes are expected to bring from `at` to its end. */
-  const detailsLeft = (at: number): number => expected(0) * POLICY.detailsPerChange * ((hourEnd - at) / HOUR_MS);
+  /** Live details an hour at list-change rate λ brings, as the plan reserves for them (see detailScale). */
+  const detailsAt = (lambda: number): number => lambda * POLICY.detailsPerChange * shape.detailScale;
+  const detailsLeft = (at: number): number => detailsAt(expected(0)) * ((hourEnd - at) / HOUR_MS);
   /** The sweeps `minutes` apart that fit in the current hour, the first at `from`. */
   const sweepsLeft = (from: number, minutes: number): number => (from < hourEnd ? 1 + Math.floor((hourEnd - 1 - from) / (minutes * MINUTE_MS)) : 0);
   // Σ over a day of λ^α, for the busiest fully observed day of the last seven (or the partial last day, scaled).
@@ -607,7 +632,7 @@ function sweepSchedule(
         const lambda = expected(k);
         const minutes = interval(lambda);
         if (k > 0 || at === undefined || nextSweepAt === undefined) {
-          return { polls: (60 / minutes) * LIST_NAMES.length, details: lambda * POLICY.detailsPerChange };
+          return { polls: (60 / minutes) * LIST_NAMES.length, details: detailsAt(lambda) };
         }
         // In whole details: a share that shrank continuously freed slots at instants no idle plan could name.
         return { polls: sweepsLeft(nextSweepAt, minutes) * LIST_NAMES.length, details: Math.ceil(detailsLeft(at)) };
@@ -616,7 +641,7 @@ function sweepSchedule(
       const steps: number[] = [];
       const left = Math.ceil(detailsLeft(at));
       // The instant the hour's remaining details drop to left − 1 (rounded up: from then on they have).
-      if (left >= 2) steps.push(Math.ceil(hourEnd - ((left - 1) * HOUR_MS) / (expected(0) * POLICY.detailsPerChange)));
+      if (left >= 2) steps.push(Math.ceil(hourEnd - ((left - 1) * HOUR_MS) / detailsAt(expected(0))));
       // From the instant the next sweep is due, it counts from now: one fewer fits in the hour once now passes
       // hourEnd − 1 − (n − 1)·T.
       const minutes = interval(expected(0));

@@ -571,7 +571,7 @@ function rhythmLoop(days: number, busy: number, { open = 500, quietFrom = Infini
     for (let i = 0; i < polled.length; i++) polls.push(now);
     for (let i = 0; i < reval; i++) revalidations.push(now);
   }
-  return { start, requests, waits, revalidations, due };
+  return { start, requests, waits, revalidations, due, polls };
 }
 
 describe('planPass in a closed loop after the backfill, with a week of working hours', () => {
@@ -598,6 +598,21 @@ describe('planPass in a closed loop after the backfill, with a week of working h
     const rho = POLICY.unseenPerListChange;
     const share = ((A - POLICY.liveMargin * details) * rho) / (1 + rho);
     expect(revalidations.filter((t) => t >= start + DAY_MS && t < start + 2 * DAY_MS).length).toBeGreaterThan(share);
+  });
+});
+
+describe('planPass in a closed loop after the backfill, with more details asked for than the allowance pays', () => {
+  // 3,000 open tickets, 20 changed a sweep in working hours: some 2,000 details a weekday against 1,296 requests.
+  const { start, requests, polls } = rhythmLoop(3, 20, { open: 3000 });
+
+  it('keeps polling the lists: never two hours without a poll, and more than 5 % of the window (227 of 2,592)', () => {
+    const after = polls.filter((t) => t >= start + DAY_MS);
+    const gaps = after.slice(1).map((t, i) => t - after[i]!);
+    // Reserving for every detail the lists asked for left the polls nothing: 870 min without one, 44 polls in two days.
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(2 * HOUR);
+    expect(after.length).toBeGreaterThan(0.05 * 2 * A);
+    // …and the window is still spent: the details take the rest.
+    expect(requests.filter((t) => t >= start + DAY_MS).length).toBeGreaterThan(0.95 * 2 * A);
   });
 });
 
