@@ -13,7 +13,11 @@ export function describePlan(plan: Plan, context: { backfill?: number; reserve?:
       ? `, open and unassigned every ${every(plan.probeMinutes)} between sweeps (the other two at once when they show a change)`
       : '') +
     '; ' +
-    `of ${plan.daily.allowed} requests a day: about ${plan.daily.polls} list polls, ${plan.daily.liveDetails} details for changes, ` +
+    `of ${plan.daily.allowed} requests a day: about ${plan.daily.polls} list polls, ${plan.daily.liveDetails} details for changes` +
+    (plan.daily.askedDetails > plan.daily.liveDetails
+      ? ` (the activity asks for about ${plan.daily.askedDetails}, more than the allowance pays: the rest wait their turn)`
+      : '') +
+    ', ' +
     `${plan.daily.background} for backfill and revalidation` +
     (context.reserve !== undefined ? `; ${Math.round(context.reserve * 100)}% reserved for other clients of the token` : '') +
     (context.backfill ? `; backfill of ${context.backfill} tickets: ${eta(backfillEtaMs(context.backfill, plan.daily.background))}` : '')

@@ -27,9 +27,10 @@ import type { BudgetSnapshot } from './budget.ts';
  *    quiet hours carry more than 5 % of a week's changes (nights and weekends): α = 0.3. T is normalised so that the
  *    busiest of the last seven days would spend the poll budget P: 15 % of A while the backfill runs; afterwards
  *    what the forecast live details D leave, F = A − 1.2·D, split with revalidation in the ratio of the changes only
- *    each can find (1 : ρ, ρ = ½ detail-only changes per list change), so P = F·2/3 (see `shares`). T is never shorter
- *    than a sweep paid by the polls' share of the minute allowance (4 / (M·P/A) minutes) nor longer than 3× the
- *    even interval (P spread evenly over the day).
+ *    each can find (1 : ρ, ρ = ½ detail-only changes per list change), so P = F·2/3 (see `shares`); when the lists
+ *    ask for more details than the allowance pays, D counts only as many as leave F at 15 % of A, and the rest wait
+ *    as a backlog (see `detailScale`). T is never shorter than a sweep paid by the polls' share of the minute
+ *    allowance (4 / (M·P/A) minutes) nor longer than 3× the even interval (P spread evenly over the day).
  * 2. **Details a list asked for** (live): a new ticket, a changed status or unread flag, a ticket joining or leaving a
  *    list. Fetched right away, oldest first, in the pass of the sweep that found them — as long as the polls of the
  *    next 24 h keep their slots; background leaves the slots of the details a sweep may bring (see pacing).
@@ -184,7 +185,16 @@ export interface Plan {
    */
   revalidateMaxAgeMs: number;
   /** Daily figures behind the decision, for the start-up log and `status`. */
-  daily: { allowed: number; polls: number; liveDetails: number; background: number; pollBudget: number };
+  daily: {
+    allowed: number;
+    polls: number;
+    /** The live details slots are kept for: all those the activity forecasts, unless the allowance cannot pay them. */
+    liveDetails: number;
+    /** The live details the activity forecasts (above liveDetails when the lists ask for more than the allowance pays). */
+    askedDetails: number;
+    background: number;
+    pollBudget: number;
+  };
   /**
    * The earliest instant at which a pass could request anything, unless the mirror learns something new first: `now`
    * when this plan requests something. A loop may sleep until then (the benchmark skips passes that would be idle).
@@ -335,6 +345,7 @@ export function planPass(input: PlannerInput): Plan {
       allowed: A,
       polls: Math.round(fullHour.reduce((s, h) => s + h.polls, 0)),
       liveDetails: Math.round(fullHour.reduce((s, h) => s + h.details, 0)),
+      askedDetails: Math.round(forecastDetails),
       background: Math.round(backgroundPerDay),
       pollBudget: Math.round(pollBudget),
     },

@@ -9,7 +9,7 @@ const plan = {
   backfill: 0,
   revalidate: 0,
   sweepMinutes: 6,
-  daily: { allowed: 1296, polls: 870, liveDetails: 200, background: 226 },
+  daily: { allowed: 1296, polls: 870, liveDetails: 200, askedDetails: 200, background: 226 },
 } as unknown as Plan;
 
 describe('describePlan', () => {
@@ -24,6 +24,13 @@ describe('describePlan', () => {
   it('says how often the probes go between sweeps, when they pay', () => {
     expect(describePlan({ ...plan, probeMinutes: 2.5 })).toMatch(
       /^plan: all four lists every 6 min at this hour's activity \(more often when busy\), open and unassigned every 2\.5 min between sweeps \(the other two at once when they show a change\); of 1296/,
+    );
+  });
+
+  it('says when the activity asks for more details than the allowance pays', () => {
+    const overloaded = { ...plan, daily: { allowed: 1296, polls: 194, liveDetails: 918, askedDetails: 2388, background: 184 } } as Plan;
+    expect(describePlan(overloaded)).toContain(
+      'of 1296 requests a day: about 194 list polls, 918 details for changes (the activity asks for about 2388, more than the allowance pays: the rest wait their turn), 184 for backfill and revalidation',
     );
   });
 

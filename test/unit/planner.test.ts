@@ -614,6 +614,21 @@ describe('planPass in a closed loop after the backfill, with more details asked 
     // …and the window is still spent: the details take the rest.
     expect(requests.filter((t) => t >= start + DAY_MS).length).toBeGreaterThan(0.95 * 2 * A);
   });
+
+  it.each([
+    { perHalfHour: 60, scaled: false },
+    { perHalfHour: 115, scaled: true },
+  ])('keeps slots for as many details as leave the polls their least share ($perHalfHour list changes a half hour)', ({ perHalfHour, scaled }) => {
+    // Working hours (08–18 UTC) every day of the eight; T0 is 12:00.
+    const hourOf = (k: number) => (((12 - k / 2) % 24) + 24) % 24;
+    const changes = Array.from({ length: HISTORY_BUCKETS }, (_, k) => (hourOf(k) >= 8 && hourOf(k) < 18 ? perHalfHour : 2));
+    const { daily } = planPass(input({ history: history({ changes }), openCount: 3000 }));
+    const payable = (A * (1 - POLICY.minPollShare)) / POLICY.liveMargin;
+    expect(daily.askedDetails > payable).toBe(scaled);
+    expect(daily.liveDetails).toBeCloseTo(Math.min(daily.askedDetails, payable), -1);
+    // What the details leave, F = A − 1.2·D, is never below the polls' least share; the polls get two thirds of it.
+    expect(daily.pollBudget).toBeGreaterThanOrEqual(Math.floor((2 / 3) * POLICY.minPollShare * A));
+  });
 });
 
 describe('planPass: revalidation follows the changes a re-read can find (the mean rate over a round of the open tickets)', () => {
@@ -744,7 +759,8 @@ describe('planPass: revalidation follows the changes a re-read can find (the mea
     expect(returnDay.length).toBeGreaterThan(250);
     expect(returnDay.filter((w) => w.waited > MIN).length).toBeLessThanOrEqual(0.05 * returnDay.length);
     expect(Math.max(...returnDay.map((w) => w.waited))).toBeLessThan(HOUR);
-  });
+    // Nine days minute by minute: 10 s on an idle machine, over 30 s beside the bench.
+  }, 120_000);
 });
 
 
