@@ -460,8 +460,9 @@ function wakeAt(input: PlannerInput, every: (list: ListName) => number, revalida
  * polls and revalidation (F = A − 1.2·D) less than the polls' least share of A (`minPollShare`, what they get while the
  * backfill runs), when as many as leave it. Those beyond are fetched as a backlog, as slots free (`planPass`), but no
  * slot is kept for them: the lists asked for more details than the allowance pays, and reserving for all of them gave
- * the polls nothing — in a closed loop after the backfill with 3,000 open tickets and ten changed tickets a sweep, no
- * poll for 15 hours of a day while every detail waited anyway (a wait p50 of 35 min, p95 of 13 h).
+ * the polls nothing — in the planner's closed loop after the backfill with 3,000 open tickets and 20 changed in each
+ * sweep of the working hours (some 2,000 details a weekday), 870 min without a poll (now at most 102). The probes no
+ * longer wait for such a backlog either (see `holdProbe`).
  */
 function detailScale(A: number, forecastDetails: number): number {
   const payable = (A * (1 - POLICY.minPollShare)) / POLICY.liveMargin;
@@ -586,9 +587,9 @@ function sweepSchedule(
     return Math.max(POLICY.minChangesPerHour, shape.afterBackfill && hoursAhead > 0 && recent !== null ? expected(0) : POLICY.priorChangesPerHour);
   };
   const hourEnd = (hourNow + 1) * HOUR_MS;
-  /** The details the current hour's list changes are expected to bring from `at` to its end. */
   /** Live details an hour at list-change rate λ brings, as the plan reserves for them (see detailScale). */
   const detailsAt = (lambda: number): number => lambda * POLICY.detailsPerChange * shape.detailScale;
+  /** The details the current hour's list changes are expected to bring from `at` to its end. */
   const detailsLeft = (at: number): number => detailsAt(expected(0)) * ((hourEnd - at) / HOUR_MS);
   /** The sweeps `minutes` apart that fit in the current hour, the first at `from`. */
   const sweepsLeft = (from: number, minutes: number): number => (from < hourEnd ? 1 + Math.floor((hourEnd - 1 - from) / (minutes * MINUTE_MS)) : 0);
