@@ -16,7 +16,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('the REPORT_* settings on the command line', () => {
+describe('the REPORT_* settings on the command line', { timeout: 120_000 }, () => {
   it('bad values stop migrate before the database is touched, each named; exit 2', async () => {
     const pgliteDir = join(dir, 'refused');
     const r = await runCli(['migrate'], {

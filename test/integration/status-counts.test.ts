@@ -10,7 +10,7 @@ import { count, virtualMirror, type VirtualMirror } from '../helpers/mirror.ts';
  * whose simulator deletes tickets): the deleted ticket leaves the total and the fetched count alike, so the fetched
  * count never exceeds its total, and the backfill is shown done.
  */
-describe.each(backends)('status counts on $name', ({ open }) => {
+describe.each(backends)('status counts on $name', { timeout: 120_000 }, ({ open }) => {
   const TICKETS = 12;
   const LIMITS = { daily: 1440, minute: 60, reserve: 0.1 };
   let database: TestDatabase;
