@@ -208,13 +208,13 @@ export function planPass(input: PlannerInput): Plan {
   const { now, budget } = input;
   const A = budget.dailyAllowed;
   const backfilling = input.backfillCount > 0;
-  const seen = { minuteAllowed: budget.minuteAllowed, allowed: A, afterBackfill: !backfilling, detailScale: 1 };
+  const unscaled = { minuteAllowed: budget.minuteAllowed, allowed: A, afterBackfill: !backfilling, detailScale: 1 };
   // Live details follow the list changes, whatever the polls: forecast them first (the schedule's poll budget does not
   // enter that part), then split what they leave.
-  const forecastDetails = sweepSchedule(input.history, A, now, seen)
+  const forecastDetails = sweepSchedule(input.history, A, now, unscaled)
     .liveForecast()
     .reduce((sum, h) => sum + h.details, 0);
-  const shape = { ...seen, detailScale: detailScale(A, forecastDetails) };
+  const shape = { ...unscaled, detailScale: detailScale(A, forecastDetails) };
   const liveDetailsPerDay = forecastDetails * shape.detailScale;
   const { pollBudget, floor } = shares(A, liveDetailsPerDay, input.openCount ?? 0, backfilling);
   // The sweeps are paced to what the window can sustain beside the details the activity forces: when, at some horizon
@@ -243,8 +243,9 @@ export function planPass(input: PlannerInput): Plan {
   // an idle plan wakes for a freed slot, not at once.
   // When the lists ask for more details than the allowance pays (`detailScale`), only while they are no more than the
   // hour's forecast brings: a backlog beyond it is not fetched by holding the probe, and held, no probe ever went.
-  const waiting =
-    input.dueCount > 0 && (shape.detailScale === 1 || input.dueCount <= Math.ceil(schedule.liveForecast()[0]?.details ?? 0) + 1);
+  // The next 24 h's live work in whole hours (the details do not depend on the sweeps' stretch).
+  const fullHour = unstretched.liveForecast();
+  const waiting = input.dueCount > 0 && (shape.detailScale === 1 || input.dueCount <= Math.ceil(fullHour[0]?.details ?? 0) + 1);
   const holdProbe = !sweep && probeEvery !== null && waiting && due.length > 0 && due.every((l) => PROBE_LISTS.includes(l));
   const every = holdProbe ? listIntervals(sweepMinutes, null, POLICY.backstopSweeps) : probeIntervals;
   let polls: ListName[] = sweep ? [...LIST_NAMES] : holdProbe ? [] : due;
@@ -266,7 +267,6 @@ export function planPass(input: PlannerInput): Plan {
   // slots to the details (which would stretch the sweeps further).
   const plannedMinutes = unstretched.intervalAt(0);
   const forecast = unstretched.liveForecast(now, polls.length > 0 ? now + plannedMinutes * MINUTE_MS : nextSweepAt(input, plannedMinutes));
-  const fullHour = unstretched.liveForecast();
   const dailyLive = fullHour.reduce((s, h) => s + h.polls + h.details, 0) * POLICY.liveMargin;
   const backgroundPerDay = Math.max(A - dailyLive, backfilling ? floor : 0);
   const keep = POLICY.liveMargin * Math.min(1, (A - floor) / dailyLive);
